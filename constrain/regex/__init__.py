@@ -1,0 +1,1 @@
+"""Regular expressions (Python ``re`` syntax) compiled to byte-level DFAs over UTF-8."""

@@ -1,0 +1,200 @@
+"""The regular-language engine: one byte DFA, lazily cached state -> token bitmap.
+
+A matcher's state is a DFA state id, so ``fork`` copies a short list of ints and
+``rollback`` pops. Bitmaps are computed on a state's first visit by one trie walk over the
+vocabulary (``constrain.walk``) and then served from a dict.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from constrain.bitmask import bitmask_words
+from constrain.errors import EmptyAllowedSetError, TokenNotAllowedError
+from constrain.matcher import CompiledGrammar, Matcher
+from constrain.regex.automaton import DFA
+from constrain.walk import walk_allowed
+from tokenizer_index import TokenizerIndex
+
+FINISHED = -2  # pseudo state after EOS
+
+
+@dataclass(frozen=True)
+class MaskEntry:
+    words: np.ndarray  # int32 [W]
+    tensor: torch.Tensor  # shares memory with ``words``
+    count: int  # allowed tokens, EOS included
+    single: int  # the only allowed token when count == 1, else -1
+
+
+class RegexCompiledGrammar(CompiledGrammar):
+    def __init__(self, dfa: DFA, index: TokenizerIndex, description: str = "regex") -> None:
+        self.dfa = dfa
+        self.index = index
+        self.description = description
+        self._trans_rows = dfa.trans.tolist()  # Python lists index faster than numpy scalars
+        self._accepting = dfa.accepting.tolist()
+        self._has_next = (dfa.trans >= 0).any(axis=1).tolist()
+        live = dfa.trans >= 0
+        forced = np.where(live.sum(axis=1) == 1, live.argmax(axis=1), -1)
+        self._forced_byte = [(-1 if acc else int(b)) for b, acc in zip(forced, self._accepting)]
+        self._eos = frozenset(index.eos_token_ids)
+        self._masks: dict[int, MaskEntry] = {}
+        self._lock = threading.Lock()
+        self._finished_entry: MaskEntry | None = None
+
+    # ------------------------------------------------------------------ masks
+    def _make_entry(self, words_u32: np.ndarray, count: int, single: int) -> MaskEntry:
+        words = words_u32.view(np.int32)
+        words.setflags(write=False)
+        return MaskEntry(words=words, tensor=torch.from_numpy(words.copy()), count=count, single=single)
+
+    def mask_entry(self, state: int) -> MaskEntry:
+        entry = self._masks.get(state)
+        if entry is not None:
+            return entry
+        if state == FINISHED:
+            return self._finished_mask()
+        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        count, last = walk_allowed(self.dfa.trans, state, self.index.trie, words)
+        if self._accepting[state]:
+            for e in self.index.eos_token_ids:
+                words[e >> 5] |= np.uint32(1 << (e & 31))
+            count += len(self.index.eos_token_ids)
+            last = self.index.eos_token_ids[0]
+        entry = self._make_entry(words, int(count), int(last) if count == 1 else -1)
+        with self._lock:
+            self._masks.setdefault(state, entry)
+        return entry
+
+    def _finished_mask(self) -> MaskEntry:
+        if self._finished_entry is None:
+            words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+            for e in self.index.eos_token_ids:
+                words[e >> 5] |= np.uint32(1 << (e & 31))
+            n = len(self.index.eos_token_ids)
+            self._finished_entry = self._make_entry(words, n, self.index.eos_token_ids[0] if n == 1 else -1)
+        return self._finished_entry
+
+    def precompute_masks(self) -> None:
+        """Fill every state's bitmap now (trades compile time for no first-visit cost)."""
+        for s in range(self.dfa.num_states):
+            self.mask_entry(s)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self, state: int, token_id: int) -> int:
+        """Next state after ``token_id``, or -1 if the token is not allowed."""
+        if state == FINISHED:
+            return FINISHED if token_id in self._eos else -1
+        if token_id in self._eos:
+            return FINISHED if self._accepting[state] else -1
+        if not 0 <= token_id < self.index.vocab_size:
+            return -1
+        data = self.index.token_bytes(token_id)
+        if not data:
+            return -1
+        rows = self._trans_rows
+        for b in data:
+            state = rows[state][b]
+            if state < 0:
+                return -1
+        return state
+
+    def matcher(self) -> "RegexMatcher":
+        return RegexMatcher(self, [self.dfa.start])
+
+    def accepts_bytes(self, data: bytes) -> bool:
+        return self.dfa.accepts(data)
+
+    def describe_state(self, state: int) -> str:
+        if state == FINISHED:
+            return f"{self.description} after EOS"
+        return f"{self.description} at DFA state {state}"
+
+    def __repr__(self) -> str:
+        return f"RegexCompiledGrammar({self.description}, states={self.dfa.num_states}, vocab={self.index.vocab_size})"
+
+
+class RegexMatcher(Matcher):
+    __slots__ = ("_g", "index", "_states")
+
+    def __init__(self, grammar: RegexCompiledGrammar, states: list[int]) -> None:
+        self._g = grammar
+        self.index = grammar.index
+        self._states = states
+
+    @property
+    def state(self) -> int:
+        return self._states[-1]
+
+    def fill_bitmask(self, bitmask, row: int = 0) -> None:
+        entry = self._g.mask_entry(self._states[-1])
+        if entry.count == 0:
+            raise EmptyAllowedSetError(self._g.describe_state(self._states[-1]))
+        if isinstance(bitmask, torch.Tensor):
+            bitmask[row].copy_(entry.tensor)
+        else:
+            bitmask[row] = entry.words
+
+    def is_token_allowed(self, token_id: int) -> bool:
+        return self._g.step(self._states[-1], int(token_id)) != -1
+
+    def advance(self, token_id: int) -> None:
+        token_id = int(token_id)
+        nxt = self._g.step(self._states[-1], token_id)
+        if nxt == -1:
+            data = self.index.token_bytes(token_id) if 0 <= token_id < self.index.vocab_size else b""
+            raise TokenNotAllowedError(token_id, data, self._g.describe_state(self._states[-1]))
+        self._states.append(nxt)
+
+    def is_accepting(self) -> bool:
+        s = self._states[-1]
+        return s == FINISHED or self._g._accepting[s]
+
+    def is_finished(self) -> bool:
+        s = self._states[-1]
+        return s == FINISHED or (self._g._accepting[s] and not self._g._has_next[s])
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        if num_tokens < 0 or num_tokens > len(self._states) - 1:
+            raise ValueError(f"cannot roll back {num_tokens} tokens: only {len(self._states) - 1} were advanced")
+        if num_tokens:
+            del self._states[-num_tokens:]
+
+    def fork(self) -> "RegexMatcher":
+        return RegexMatcher(self._g, self._states.copy())
+
+    def reset(self) -> None:
+        del self._states[1:]
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._states) - 1
+
+    def forced_bytes(self) -> bytes:
+        s = self._states[-1]
+        out = bytearray()
+        if s == FINISHED:
+            return b""
+        fb = self._g._forced_byte
+        rows = self._g._trans_rows
+        while fb[s] >= 0 and len(out) < 4096:
+            out.append(fb[s])
+            s = rows[s][fb[s]]
+        return bytes(out)
+
+    def forced_tokens(self, max_tokens: int = 256) -> list[int]:
+        out: list[int] = []
+        s = self._states[-1]
+        g = self._g
+        while len(out) < max_tokens and s != FINISHED:
+            entry = g.mask_entry(s)
+            if entry.count != 1 or entry.single in g._eos:
+                break
+            out.append(entry.single)
+            s = g.step(s, entry.single)
+        return out

@@ -1,0 +1,85 @@
+"""Vocabulary walks: which tokens keep a byte DFA alive from a given state.
+
+``walk_allowed`` is the hot path of every first visit to a DFA state. It goes through the
+tokens in byte order and reuses the DFA path of the shared prefix with the previous token
+(``lcp``), and once a prefix dies it skips every token that starts with it, so its cost is
+about one DFA step per trie node actually reachable. It is compiled with numba; the numpy
+version (``walk_allowed_numpy``) is the straightforward reference used as a test oracle and
+in the benchmark that justifies numba.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from tokenizer_index import ByteTrie
+
+_BIG = np.int32(1 << 30)
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_trie(trans, start, flat, offsets, lengths, lcp, ids, out_words):  # pragma: no cover - numba
+    n = ids.shape[0]
+    max_len = 0
+    for i in range(n):
+        if lengths[i] > max_len:
+            max_len = lengths[i]
+    stack = np.empty(max_len + 1, dtype=np.int32)
+    stack[0] = start
+    depth_ok = 0  # stack[0..depth_ok] holds DFA states along the previous token's live prefix
+    dead_at = 1 << 30  # the previous walk died on byte index dead_at (prefix dead_at + 1 is dead)
+    count = 0
+    last = -1
+    for i in range(n):
+        shared = lcp[i]
+        if shared > dead_at:
+            continue  # starts with a prefix already known dead
+        k = shared if shared < depth_ok else depth_ok
+        length = lengths[i]
+        off = offsets[i]
+        s = stack[k]
+        ok = True
+        while k < length:
+            s = trans[s, flat[off + k]]
+            if s < 0:
+                ok = False
+                break
+            k += 1
+            stack[k] = s
+        if ok:
+            depth_ok = length
+            dead_at = 1 << 30
+            t = ids[i]
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            count += 1
+            last = t
+        else:
+            depth_ok = k
+            dead_at = k
+    return count, last
+
+
+def walk_allowed(trans: np.ndarray, start: int, trie: ByteTrie, out_words: np.ndarray) -> tuple[int, int]:
+    """OR into ``out_words`` (uint32) the bit of every token whose bytes keep the DFA alive.
+
+    Returns (number of tokens set, the last one set) so callers learn "exactly one token"
+    (a forced token) for free.
+    """
+    return _walk_trie(trans, np.int32(start), trie.flat, trie.offsets, trie.lengths, trie.lcp, trie.ids, out_words)
+
+
+def walk_allowed_numpy(trans: np.ndarray, start: int, trie: ByteTrie, padded: np.ndarray | None = None) -> np.ndarray:
+    """Reference walk: all tokens advance one byte column at a time. Returns allowed token ids."""
+    mat = trie.padded_matrix() if padded is None else padded
+    n = len(trie)
+    states = np.full(n, start, dtype=np.int32)
+    alive = np.ones(n, dtype=bool)
+    for d in range(mat.shape[1]):
+        idx = np.flatnonzero(alive & (trie.lengths > d))
+        if idx.size == 0:
+            break
+        nxt = trans[states[idx], mat[idx, d]]
+        states[idx] = nxt
+        alive[idx[nxt < 0]] = False
+    return np.sort(trie.ids[alive])
