@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from tokenizer_index import ByteTrie
+from tokenizer_index.trie import trie_nodes
 
 _BIG = np.int32(1 << 30)
 
@@ -60,13 +61,55 @@ def _walk_trie(trans, start, flat, offsets, lengths, lcp, ids, out_words):  # pr
     return count, last
 
 
-def walk_allowed(trans: np.ndarray, start: int, trie: ByteTrie, out_words: np.ndarray) -> tuple[int, int]:
+@numba.njit(cache=True, nogil=True)
+def _walk_nodes(trans, start, byte, depth, skip, token, max_depth, out_words):  # pragma: no cover - numba
+    stack = np.empty(max_depth + 2, dtype=np.int32)
+    stack[0] = start
+    n = byte.shape[0]
+    count = 0
+    last = -1
+    i = 0
+    while i < n:
+        d = depth[i]
+        s = trans[stack[d], byte[i]]
+        if s < 0:
+            i = skip[i]
+            continue
+        stack[d + 1] = s
+        t = token[i]
+        if t >= 0:
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            count += 1
+            last = t
+        i += 1
+    return count, last
+
+
+def walk_allowed_lcp(trans: np.ndarray, start: int, trie: ByteTrie, out_words: np.ndarray) -> tuple[int, int]:
     """OR into ``out_words`` (uint32) the bit of every token whose bytes keep the DFA alive.
 
     Returns (number of tokens set, the last one set) so callers learn "exactly one token"
     (a forced token) for free.
     """
     return _walk_trie(trans, np.int32(start), trie.flat, trie.offsets, trie.lengths, trie.lcp, trie.ids, out_words)
+
+
+def walk_allowed(trans: np.ndarray, start: int, trie: ByteTrie, out_words: np.ndarray) -> tuple[int, int]:
+    """OR into ``out_words`` (uint32) the bit of every token whose bytes keep the DFA alive.
+
+    Walks the trie's nodes in depth-first order and skips the subtree of every rejected node.
+    Returns (number of tokens set, the last one set) so callers learn "exactly one token"
+    (a forced token) for free.
+    """
+    nodes = trie_nodes(trie)
+    count, last = _walk_nodes(trans, np.int32(start), nodes.byte, nodes.depth, nodes.skip, nodes.token,
+                              trie.max_len, out_words)
+    for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
+        if (out_words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
+            out_words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
+            count += 1
+            last = dst
+    return int(count), int(last)
 
 
 def walk_allowed_numpy(trans: np.ndarray, start: int, trie: ByteTrie, padded: np.ndarray | None = None) -> np.ndarray:

@@ -8,8 +8,9 @@ vectorised numpy walks (the reference implementation and the oracle in tests).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 
 
@@ -28,6 +29,7 @@ class ByteTrie:
     lengths: np.ndarray  # int32 [N]
     lcp: np.ndarray  # int32 [N]
     max_len: int
+    _nodes: "TrieNodes | None" = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(cls, token_bytes: list[bytes | None], text_ids: np.ndarray) -> "ByteTrie":
@@ -78,3 +80,69 @@ class ByteTrie:
             ids=arrays["ids"], flat=arrays["flat"], offsets=arrays["offsets"], lengths=lengths,
             lcp=arrays["lcp"], max_len=int(lengths.max()) if len(lengths) else 0,
         )
+
+
+@dataclass(frozen=True)
+class TrieNodes:
+    """The trie as nodes in depth-first order, one per distinct non-empty token prefix.
+
+    Node ``i`` appends ``byte[i]`` to the prefix of its parent at depth ``depth[i]``; walking
+    nodes in order, a rejected node jumps to ``skip[i]`` (the end of its subtree). ``token[i]``
+    is the id of the token spelled by the prefix ending at node ``i`` (or -1). Byte strings held
+    by several ids (SentencePiece byte fallback) keep one id on the node; the others are listed
+    in ``dup_of``/``dup_ids`` (``dup_ids[k]`` is allowed exactly when ``dup_of[k]`` is).
+    """
+
+    byte: np.ndarray  # uint8 [M]
+    depth: np.ndarray  # int32 [M], 0 for children of the root
+    skip: np.ndarray  # int32 [M]
+    token: np.ndarray  # int32 [M]
+    dup_of: np.ndarray  # int32 [D]
+    dup_ids: np.ndarray  # int32 [D]
+
+    @classmethod
+    def build(cls, trie: "ByteTrie") -> "TrieNodes":
+        lengths, lcp = trie.lengths.astype(np.int64), trie.lcp.astype(np.int64)
+        dup = lcp == lengths  # same bytes as the previous token
+        counts = np.where(dup, 0, lengths - lcp)
+        owner = np.repeat(np.arange(len(lengths)), counts)
+        first = np.cumsum(counts) - counts
+        depth = lcp[owner] + (np.arange(len(owner)) - first[owner])
+        byte = trie.flat[trie.offsets[owner] + depth]
+        token = np.where(depth == lengths[owner] - 1, trie.ids[owner], -1).astype(np.int32)
+        skip = _subtree_ends(depth)
+        dup_idx = np.flatnonzero(dup)
+        # a duplicate's twin is the nearest earlier non-duplicate token
+        base = np.maximum.accumulate(np.where(dup, -1, np.arange(len(lengths))))
+        return cls(
+            byte=byte.astype(np.uint8), depth=depth.astype(np.int32), skip=skip, token=token,
+            dup_of=trie.ids[base[dup_idx]].astype(np.int32), dup_ids=trie.ids[dup_idx].astype(np.int32),
+        )
+
+
+def _subtree_ends(depth: np.ndarray) -> np.ndarray:
+    """For each node, the index of the next node that is not its descendant (depth <= its depth)."""
+    return _subtree_ends_kernel(depth.astype(np.int32))
+
+
+@numba.njit(cache=True)
+def _subtree_ends_kernel(depth):  # pragma: no cover - numba
+    n = depth.shape[0]
+    out = np.full(n, n, dtype=np.int32)
+    stack = np.empty(n, dtype=np.int32)
+    top = 0
+    for i in range(n):
+        di = depth[i]
+        while top > 0 and depth[stack[top - 1]] >= di:
+            top -= 1
+            out[stack[top]] = i
+        stack[top] = i
+        top += 1
+    return out
+
+
+def trie_nodes(trie: ByteTrie) -> TrieNodes:
+    """The node form of ``trie``, built once and kept on it."""
+    if trie._nodes is None:
+        object.__setattr__(trie, "_nodes", TrieNodes.build(trie))
+    return trie._nodes  # type: ignore[return-value]

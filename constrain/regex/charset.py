@@ -102,7 +102,7 @@ def _cached_unicode_category(base: str, rx: re.Pattern) -> Ranges:
 
     from constrain._cache import load_json, save_json
 
-    key = f"unicode-{base}-{unicodedata.unidata_version}-{sys.version_info[:2]}"
+    key = f"unicode-{base}-{unicodedata.unidata_version}-py{sys.version_info[0]}.{sys.version_info[1]}"
     cached = load_json("charsets", key)
     if cached is not None:
         return normalize(tuple(map(tuple, cached)))
