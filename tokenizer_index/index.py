@@ -125,6 +125,40 @@ class TokenizerIndex:
         return cls(token_bytes, eos_token_ids, special_token_ids, vocab_size=vocab_size, name=name)
 
     @classmethod
+    def _from_trusted(
+        cls,
+        token_bytes: list[bytes | None],
+        eos_token_ids: Iterable[int],
+        special_token_ids: Iterable[int],
+        vocab_size: int,
+        name: str,
+        *,
+        text_token_ids: np.ndarray | None = None,
+        trie: ByteTrie | None = None,
+        fingerprint: str | None = None,
+    ) -> "TokenizerIndex":
+        """Skip the per-id validation loop for data already validated once (the on-disk cache).
+
+        ``token_bytes`` must already hold None at every special id. Precomputed lazy attributes
+        (text ids, trie, fingerprint) are installed as they are, so a cached load costs no rebuild.
+        """
+        self = cls.__new__(cls)
+        eos = tuple(sorted({int(e) for e in eos_token_ids}))
+        self._token_bytes = token_bytes
+        self.vocab_size = int(vocab_size)
+        self.n_tokens = len(token_bytes)
+        self.eos_token_ids = eos
+        self.special_token_ids = frozenset(int(s) for s in special_token_ids) | frozenset(eos)
+        self.name = name
+        if text_token_ids is not None:
+            self.__dict__["text_token_ids"] = text_token_ids
+        if trie is not None:
+            self.__dict__["trie"] = trie
+        if fingerprint is not None:
+            self.__dict__["fingerprint"] = fingerprint
+        return self
+
+    @classmethod
     def from_hf(cls, tokenizer, vocab_size: int | None = None, eos_token_ids: Iterable[int] | None = None,
                 use_cache: bool = True) -> "TokenizerIndex":
         """Index any Hugging Face tokenizer (including ones transformers loads from GGUF)."""
