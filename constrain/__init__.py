@@ -39,5 +39,27 @@ __all__ = [
     "GrammarError",
     "RegexError",
     "TokenNotAllowedError",
+    "GrammarLogitsProcessor",
+    "IncompleteGenerationError",
+    "load_model",
 ]
 __version__ = "0.1.0"
+
+# These import transformers, so they load on first use only. (The ``generate`` helper is not
+# re-exported: ``constrain.generate`` is its module; use ``from constrain.generate import generate``.)
+_LAZY = {
+    "GrammarLogitsProcessor": "constrain.hf",
+    "IncompleteGenerationError": "constrain.generate",
+    "load_model": "constrain.models",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'constrain' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,5 @@
+import sys
+
+from constrain.cli import main
+
+sys.exit(main())

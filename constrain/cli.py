@@ -1,0 +1,95 @@
+"""The ``constrain`` command line.
+
+    constrain generate --regex '[0-9]{4}-[0-9]{2}-[0-9]{2}' "When did Apollo 11 land?"
+
+Exit status 0 on success; 2 with one ``constrain: error: ...`` line on stderr otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="constrain", description="Grammar-constrained LLM decoding.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    gen = sub.add_parser("generate", help="generate text that matches a constraint",
+                         description="Generate a completion of PROMPT that matches the constraint in full.")
+    gen.add_argument("prompt", help="the prompt (wrapped in the model's chat template unless --no-chat)")
+    constraint = gen.add_mutually_exclusive_group(required=True)
+    constraint.add_argument("--regex", metavar="PATTERN", help="a regular expression the whole output must match")
+    # Further constraint sources (--schema FILE, --grammar NAME) join this group in their own issues.
+    gen.add_argument("--model", default=None,
+                     help="HF model id, local model directory or .gguf file (default: SmolLM2-135M-Instruct)")
+    gen.add_argument("--gguf-file", default=None, help="GGUF file name inside --model")
+    gen.add_argument("--max-new-tokens", type=int, default=64, metavar="N", help="token budget (default 64)")
+    gen.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    gen.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (with --sample)")
+    gen.add_argument("--seed", type=int, default=None, help="random seed (with --sample)")
+    gen.add_argument("--num-beams", type=int, default=1, metavar="N", help="beam search width (default 1)")
+    gen.add_argument("--no-chat", dest="chat", action="store_false", help="do not apply the chat template")
+    return parser
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from constrain.grammar import Grammar
+
+    if args.max_new_tokens < 1:
+        raise ValueError("--max-new-tokens must be at least 1")
+    if args.num_beams < 1:
+        raise ValueError("--num-beams must be at least 1")
+    if args.temperature <= 0:
+        raise ValueError("--temperature must be positive")
+    grammar = Grammar.from_regex(args.regex)  # fail on a bad pattern before loading a model
+
+    try:  # the model download/convert messages are ours; silence transformers' progress bars
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
+    except ImportError:
+        pass
+    from constrain.generate import generate
+    from constrain.models import load_model
+
+    model, tokenizer = load_model(args.model, args.gguf_file)
+    text = generate(
+        args.prompt,
+        grammar=grammar,
+        model=model,
+        tokenizer=tokenizer,
+        max_new_tokens=args.max_new_tokens,
+        do_sample=args.sample,
+        temperature=args.temperature,
+        num_beams=args.num_beams,
+        chat=args.chat,
+        seed=args.seed,
+    )
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        if args.command == "generate":
+            return _generate(args)
+        raise AssertionError(args.command)
+    except KeyboardInterrupt:
+        print("constrain: interrupted", file=sys.stderr)
+        return 130
+    except (Exception) as e:  # one clear line, no traceback
+        from constrain.errors import ConstrainError
+
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        if not isinstance(e, (ConstrainError, ValueError, OSError, RuntimeError, ImportError)):
+            msg = f"{type(e).__name__}: {msg}"
+        print(f"constrain: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

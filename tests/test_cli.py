@@ -1,0 +1,38 @@
+"""``python -m constrain generate``: one real generation, and a clean error for a bad pattern."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "constrain", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_generate_regex():
+    pattern = r"[0-9]{4}"
+    proc = run_cli("generate", "--regex", pattern, "--max-new-tokens", "8", "In what year did World War II end?")
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(pattern, proc.stdout.rstrip("\n")), proc.stdout
+
+
+def test_bad_regex_exit_code_and_position():
+    proc = run_cli("generate", "--regex", "ab)", "a prompt")
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("constrain: error:"), proc.stderr
+    assert "position 2" in lines[0]
+
+
+def test_missing_model_path():
+    proc = run_cli("generate", "--regex", "a", "--model", str(ROOT / "no-such-model"), "x")
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
