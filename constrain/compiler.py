@@ -51,4 +51,8 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
 
         dfa = build_dfa(grammar._ast, source=grammar.source)
         return RegexCompiledGrammar(dfa, index, description=f"regex {grammar.source!r}")
+    if grammar.kind == "cfg":
+        from constrain.cfg.engine import CFGCompiledGrammar
+
+        return CFGCompiledGrammar(grammar._ast, index, description=f"{grammar.kind} grammar")
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")

@@ -1,0 +1,395 @@
+"""The context-free engine: Earley contexts x lexer DFAs, masks by one trie walk per state.
+
+A matcher state is a set of configurations ``(context, lexer_state)``: ``context`` is an Earley
+set (``earley.py``) holding every terminal completed so far, ``lexer_state`` a state of the lexer
+DFA built for the terminals that context allows (plus ignored ones), i.e. the partial terminal
+being spelled. Every lexer DFA has a start state nothing leads back to, so ``lexer_state ==
+start`` means "between terminals". A byte either continues the current terminal or, where a
+terminal may end (no maximal munch: every end is a branch), also starts the next one in the
+context after that terminal. The set of configurations is what makes lexing exact.
+
+Masks: ``_walk_cfg`` (numba) walks the vocabulary trie once carrying the configuration set per
+depth, and skips every subtree whose set dies. Parser edges it has not seen yet are reported
+back, computed in Python, and the walk reruns (usually once or twice per new context). Masks
+and configuration sets are interned, so repeated structure costs a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+import torch
+
+from constrain.bitmask import bitmask_words
+from constrain.cfg.earley import NO_CONTEXT, EarleyParser
+from constrain.cfg.ir import CFG
+from constrain.cfg.lexer import LexerBlocks
+from constrain.errors import EmptyAllowedSetError, GrammarError, TokenNotAllowedError
+from constrain.matcher import CompiledGrammar, Matcher
+from constrain.regex.engine import MaskEntry
+from tokenizer_index import TokenizerIndex
+from tokenizer_index.trie import trie_nodes
+
+FINISHED = -2
+UNKNOWN = -2
+MAX_CONFIGS = 64  # per trie depth in the walk; past this the grammar is too ambiguous to track
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next,
+              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
+    """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when the
+    parser edge ``need = (context, terminal)`` is unknown (compute it and call again: the walk
+    resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]`` configurations."""
+    cap = cfg_c.shape[1]
+    n = byte.shape[0]
+    i = pos[0]
+    count = pos[1]
+    last = pos[2]
+    while i < n:
+        d = depth[i]
+        b = byte[i]
+        m = 0
+        for k in range(cnt[d]):
+            c = cfg_c[d, k]
+            g2 = trans[cfg_g[d, k], b]
+            if g2 < 0:
+                continue
+            dup = False
+            for j in range(m):
+                if cfg_c[d + 1, j] == c and cfg_g[d + 1, j] == g2:
+                    dup = True
+                    break
+            if not dup:
+                if m == cap:
+                    pos[0] = i
+                    return 2
+                cfg_c[d + 1, m] = c
+                cfg_g[d + 1, m] = g2
+                m += 1
+            for a in range(acc_ptr[g2], acc_ptr[g2 + 1]):
+                t = acc_terms[a]
+                for pass_ in range(2):
+                    if pass_ == 0:
+                        if not is_ignore[t]:
+                            continue
+                        c2 = c
+                    else:
+                        c2 = ctx_next[c, t]
+                        if c2 == -2:
+                            need[0] = c
+                            need[1] = t
+                            pos[0] = i
+                            pos[1] = count
+                            pos[2] = last
+                            return 1
+                        if c2 < 0:
+                            continue
+                    s2 = ctx_start[c2]
+                    dup = False
+                    for j in range(m):
+                        if cfg_c[d + 1, j] == c2 and cfg_g[d + 1, j] == s2:
+                            dup = True
+                            break
+                    if not dup:
+                        if m == cap:
+                            pos[0] = i
+                            return 2
+                        cfg_c[d + 1, m] = c2
+                        cfg_g[d + 1, m] = s2
+                        m += 1
+        if m == 0:
+            i = skip[i]
+            continue
+        cnt[d + 1] = m
+        t = token[i]
+        if t >= 0:
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            count += 1
+            last = t
+        i += 1
+    pos[0] = i
+    pos[1] = count
+    pos[2] = last
+    return 0
+
+
+class CFGCompiledGrammar(CompiledGrammar):
+    def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar") -> None:
+        self.cfg = cfg
+        self.index = index
+        self.description = description
+        self.parser = EarleyParser(cfg)
+        self.n_terminals = len(cfg.terminals)
+        self.lexers = LexerBlocks(cfg.terminals, cfg.ignore)
+        self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
+        for t in cfg.ignore:
+            self._is_ignore[t] = True
+        self._eos = frozenset(index.eos_token_ids)
+        self._lock = threading.RLock()
+        # per context: lexer start state and parser edges (UNKNOWN until computed)
+        self._n_ctx = 0
+        self._ctx_start: list[int] = []  # the same as _ctx_start_arr, for Python-side stepping
+        self._ctx_start_arr = np.zeros(64, dtype=np.int32)
+        self._ctx_next_arr = np.zeros((64, max(self.n_terminals, 1)), dtype=np.int32)
+        # interned configuration sets
+        self._config_ids: dict[frozenset, int] = {}
+        self._configs: list[frozenset] = []
+        self._masks: dict[int, MaskEntry] = {}
+        self._steps: dict[tuple[int, int], int] = {}
+        self._finished_entry: MaskEntry | None = None
+        self._register_contexts()
+        root = self.parser.root
+        self.start_config = self._intern(frozenset({(root, self._ctx_start[root])}))
+
+    # ------------------------------------------------------------------ contexts and configurations
+    def _register_contexts(self) -> None:
+        """Give every new parser context its lexer and an edge row."""
+        contexts = self.parser.contexts
+        while self._n_ctx < len(contexts):
+            c = self._n_ctx
+            if c == len(self._ctx_start_arr):  # grow by doubling; the walk reads these arrays
+                self._ctx_start_arr = np.concatenate([self._ctx_start_arr, np.zeros_like(self._ctx_start_arr)])
+                self._ctx_next_arr = np.concatenate([self._ctx_next_arr, np.zeros_like(self._ctx_next_arr)])
+            start = self.lexers.start_for(contexts[c].terminals)
+            self._ctx_start_arr[c] = start
+            self._ctx_start.append(start)
+            row = self._ctx_next_arr[c]
+            row[:] = -1
+            for t in contexts[c].terminals:
+                row[t] = UNKNOWN
+            self._n_ctx += 1
+
+    def _child(self, cid: int, terminal: int) -> int:
+        nxt = int(self._ctx_next_arr[cid, terminal])
+        if nxt == UNKNOWN:
+            nxt = self.parser.advance(cid, terminal)
+            self._register_contexts()
+            self._ctx_next_arr[cid, terminal] = nxt
+        return nxt
+
+    def _intern(self, configs: frozenset) -> int:
+        cid = self._config_ids.get(configs)
+        if cid is None:
+            cid = self._config_ids[configs] = len(self._configs)
+            self._configs.append(configs)
+        return cid
+
+    def _accepting(self, config_id: int) -> bool:
+        if config_id == FINISHED:
+            return True
+        starts = self._ctx_start
+        contexts = self.parser.contexts
+        return any(g == starts[c] and contexts[c].accepts for c, g in self._configs[config_id])
+
+    # ------------------------------------------------------------------ stepping
+    def step_bytes(self, config_id: int, data: bytes) -> int:
+        """Configuration set after ``data``, or -1 when no configuration survives."""
+        rows = self.lexers.rows
+        accepts = self.lexers.accepts
+        ignore = self.cfg.ignore
+        starts = self._ctx_start
+        cur = self._configs[config_id]
+        for b in data:
+            nxt = set()
+            for c, g in cur:
+                g2 = rows[g][b]
+                if g2 < 0:
+                    continue
+                nxt.add((c, g2))
+                for t in accepts[g2]:
+                    if t in ignore:
+                        nxt.add((c, starts[c]))
+                    if t in self.parser.contexts[c].terminals:
+                        c2 = self._child(c, t)
+                        if c2 != NO_CONTEXT:
+                            nxt.add((c2, starts[c2]))
+            if not nxt:
+                return -1
+            cur = nxt
+        return self._intern(frozenset(cur))
+
+    def step(self, config_id: int, token_id: int) -> int:
+        key = (config_id, token_id)
+        hit = self._steps.get(key)
+        if hit is not None:
+            return hit
+        with self._lock:
+            if config_id == FINISHED:
+                nxt = FINISHED if token_id in self._eos else -1
+            elif token_id in self._eos:
+                nxt = FINISHED if self._accepting(config_id) else -1
+            elif not 0 <= token_id < self.index.vocab_size:
+                nxt = -1
+            else:
+                data = self.index.token_bytes(token_id)
+                nxt = self.step_bytes(config_id, data) if data else -1
+            self._steps[key] = nxt
+        return nxt
+
+    # ------------------------------------------------------------------ masks
+    def mask_entry(self, config_id: int) -> MaskEntry:
+        entry = self._masks.get(config_id)
+        if entry is not None:
+            return entry
+        if config_id == FINISHED:
+            return self._finished_mask()
+        with self._lock:
+            words = self._walk(config_id)
+            count = int(words[1])
+            last = int(words[2])
+            bits = words[0]
+            if self._accepting(config_id):
+                for e in self.index.eos_token_ids:
+                    bits[e >> 5] |= np.uint32(1 << (e & 31))
+                count += len(self.index.eos_token_ids)
+                last = self.index.eos_token_ids[0]
+            view = bits.view(np.int32)
+            view.setflags(write=False)
+            entry = MaskEntry(words=view, tensor=torch.from_numpy(view.copy()), count=count,
+                              single=last if count == 1 else -1)
+            self._masks[config_id] = entry
+        return entry
+
+    def _walk(self, config_id: int):
+        configs = sorted(self._configs[config_id])
+        if len(configs) > MAX_CONFIGS:
+            raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
+        trie = self.index.trie
+        nodes = trie_nodes(trie)
+        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
+        cfg_g = np.empty_like(cfg_c)
+        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
+        cfg_c[0, : len(configs)] = [c for c, _ in configs]
+        cfg_g[0, : len(configs)] = [g for _, g in configs]
+        cnt[0] = len(configs)
+        pos = np.array([0, 0, -1], dtype=np.int64)
+        need = np.zeros(2, dtype=np.int32)
+        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        while True:
+            trans, acc_ptr, acc_terms = self.lexers.arrays()
+            ctx_start, ctx_next = self._context_arrays()
+            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, ctx_start, ctx_next,
+                               nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
+            if status == 0:
+                break
+            if status == 2:
+                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
+                                   "the grammar is too ambiguous")
+            self._child(int(need[0]), int(need[1]))
+        count, last = int(pos[1]), int(pos[2])
+        for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
+            if (words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
+                words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
+                count += 1
+                last = dst
+        return words, count, last
+
+    def _context_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._ctx_start_arr, self._ctx_next_arr
+
+    def _finished_mask(self) -> MaskEntry:
+        if self._finished_entry is None:
+            words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+            for e in self.index.eos_token_ids:
+                words[e >> 5] |= np.uint32(1 << (e & 31))
+            view = words.view(np.int32)
+            n = len(self.index.eos_token_ids)
+            self._finished_entry = MaskEntry(view, torch.from_numpy(view.copy()), n,
+                                             self.index.eos_token_ids[0] if n == 1 else -1)
+        return self._finished_entry
+
+    def precompute_masks(self) -> None:
+        self.mask_entry(self.start_config)
+
+    # ------------------------------------------------------------------ CompiledGrammar
+    def matcher(self) -> "CFGMatcher":
+        return CFGMatcher(self, [self.start_config])
+
+    def accepts_bytes(self, data: bytes) -> bool:
+        with self._lock:
+            cid = self.step_bytes(self.start_config, data) if data else self.start_config
+        return cid >= 0 and self._accepting(cid)
+
+    def describe_state(self, config_id: int) -> str:
+        if config_id == FINISHED:
+            return f"{self.description} after EOS"
+        expected = set()
+        for c, g in self._configs[config_id]:
+            expected |= {self.cfg.terminal_names[t] for t in self.parser.contexts[c].terminals}
+        return f"{self.description} (expecting one of: {', '.join(sorted(expected)) or 'end of text'})"
+
+    def __repr__(self) -> str:
+        return f"CFGCompiledGrammar({self.description}, terminals={self.n_terminals}, rules={len(self.cfg.rules)})"
+
+
+class CFGMatcher(Matcher):
+    __slots__ = ("_g", "index", "_states")
+
+    def __init__(self, grammar: CFGCompiledGrammar, states: list[int]) -> None:
+        self._g = grammar
+        self.index = grammar.index
+        self._states = states
+
+    def fill_bitmask(self, bitmask, row: int = 0) -> None:
+        entry = self._g.mask_entry(self._states[-1])
+        if entry.count == 0:
+            raise EmptyAllowedSetError(self._g.describe_state(self._states[-1]))
+        if isinstance(bitmask, torch.Tensor):
+            bitmask[row].copy_(entry.tensor)
+        else:
+            bitmask[row] = entry.words
+
+    def is_token_allowed(self, token_id: int) -> bool:
+        return self._g.step(self._states[-1], int(token_id)) != -1
+
+    def advance(self, token_id: int) -> None:
+        token_id = int(token_id)
+        nxt = self._g.step(self._states[-1], token_id)
+        if nxt == -1:
+            data = self.index.token_bytes(token_id) if 0 <= token_id < self.index.vocab_size else b""
+            raise TokenNotAllowedError(token_id, data, self._g.describe_state(self._states[-1]))
+        self._states.append(nxt)
+
+    def is_accepting(self) -> bool:
+        return self._g._accepting(self._states[-1])
+
+    def is_finished(self) -> bool:
+        s = self._states[-1]
+        if s == FINISHED:
+            return True
+        return self._g._accepting(s) and self._g.mask_entry(s).count == len(self.index.eos_token_ids)
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        if num_tokens < 0 or num_tokens > len(self._states) - 1:
+            raise ValueError(f"cannot roll back {num_tokens} tokens: only {len(self._states) - 1} were advanced")
+        if num_tokens:
+            del self._states[-num_tokens:]
+
+    def fork(self) -> "CFGMatcher":
+        return CFGMatcher(self._g, self._states.copy())
+
+    def reset(self) -> None:
+        del self._states[1:]
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._states) - 1
+
+    def forced_bytes(self) -> bytes:
+        """Bytes forced next: followed while exactly one byte keeps any configuration alive."""
+        g = self._g
+        s = self._states[-1]
+        out = bytearray()
+        if s == FINISHED:
+            return b""
+        with g._lock:
+            while len(out) < 4096 and not g._accepting(s):
+                alive = [b for b in range(256) if g.step_bytes(s, bytes([b])) >= 0]
+                if len(alive) != 1:
+                    break
+                out.append(alive[0])
+                s = g.step_bytes(s, bytes([alive[0]]))
+        return bytes(out)

@@ -1,0 +1,152 @@
+"""Lexer DFAs: one per set of terminals a parser context allows, all in one global state space.
+
+Each block is the subset construction of the union of its terminals' NFAs, with every state
+labelled by the terminals that may end there. Blocks are built on first use and appended to
+one transition table, so the numba walk needs a single array. A block's start state has no
+incoming transitions (it is split off if the subset construction loops back to it), which lets
+the engine read "lexer at its start state" as "between terminals".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from constrain.errors import GrammarError
+from constrain.regex.automaton import MAX_DFA_STATES, _NFA
+
+
+class LexerBlocks:
+    def __init__(self, terminals: list, ignore: frozenset[int]) -> None:
+        self.terminals = terminals
+        self.ignore = frozenset(ignore)
+        self.rows: list[list[int]] = []  # global state -> 256 next global states (-1 dead)
+        self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
+        self._starts: dict[frozenset, int] = {}
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def start_for(self, allowed: frozenset[int]) -> int:
+        key = frozenset(allowed) | self.ignore
+        start = self._starts.get(key)
+        if start is None:
+            start = self._starts[key] = self._build(sorted(key))
+        return start
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            trans = np.asarray(self.rows, dtype=np.int32).reshape(len(self.rows), 256)
+            counts = np.fromiter((len(a) for a in self.accepts), dtype=np.int32, count=len(self.accepts))
+            ptr = np.zeros(len(self.accepts) + 1, dtype=np.int32)
+            np.cumsum(counts, out=ptr[1:])
+            terms = np.fromiter((t for a in self.accepts for t in a), dtype=np.int32, count=int(ptr[-1]))
+            self._arrays = (trans, ptr, terms)
+        return self._arrays
+
+    def _build(self, terminal_ids: list[int]) -> int:
+        base = len(self.rows)
+        if not terminal_ids:  # nothing may follow: a start state with no way out
+            self.rows.append([-1] * 256)
+            self.accepts.append(())
+            self._arrays = None
+            return base
+        nfa = _NFA()
+        start = nfa.state()
+        finals: dict[int, int] = {}
+        for t in terminal_ids:
+            s = nfa.state()
+            nfa.eps[start].append(s)
+            e = nfa.build_from(self.terminals[t], s)
+            finals[e] = t
+        rows, accepts = _determinize_tagged(nfa, start, finals)
+        rows, accepts = _trim_tagged(rows, accepts)
+        rows, accepts = _split_start(rows, accepts)
+        for row in rows:
+            self.rows.append([(x + base if x >= 0 else -1) for x in row])
+        self.accepts.extend(accepts)
+        self._arrays = None
+        return base
+
+
+def _determinize_tagged(nfa: _NFA, start: int, finals: dict[int, int]) -> tuple[list[list[int]], list[tuple]]:
+    closures: dict[int, frozenset[int]] = {}
+
+    def closure(root: int) -> frozenset[int]:
+        got = closures.get(root)
+        if got is None:
+            seen = {root}
+            stack = [root]
+            while stack:
+                s = stack.pop()
+                for t in nfa.eps[s]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            got = closures[root] = frozenset(seen)
+        return got
+
+    def key_of(states) -> frozenset[int]:
+        return frozenset(s for s in states if nfa.edges[s] or s in finals)
+
+    first = key_of(closure(start))
+    ids = {first: 0}
+    order = [first]
+    rows: list[list[int]] = []
+    accepts: list[tuple] = []
+    i = 0
+    while i < len(order):
+        current = order[i]
+        i += 1
+        accepts.append(tuple(sorted({finals[s] for s in current if s in finals})))
+        targets: dict[int, set[int]] = {}
+        for s in current:
+            for lo, hi, t in nfa.edges[s]:
+                cl = closure(t)
+                for b in range(lo, hi + 1):
+                    targets.setdefault(b, set()).update(cl)
+        row = [-1] * 256
+        for b, tset in targets.items():
+            key = key_of(tset)
+            j = ids.get(key)
+            if j is None:
+                if len(order) >= MAX_DFA_STATES:
+                    raise GrammarError(f"a lexer automaton exceeds {MAX_DFA_STATES} states; simplify the terminals")
+                j = ids[key] = len(order)
+                order.append(key)
+            row[b] = j
+        rows.append(row)
+    return rows, accepts
+
+
+def _trim_tagged(rows: list[list[int]], accepts: list[tuple]) -> tuple[list[list[int]], list[tuple]]:
+    """Drop states from which no terminal can end (keeps state 0)."""
+    n = len(rows)
+    rev: list[set[int]] = [set() for _ in range(n)]
+    for s, row in enumerate(rows):
+        for t in row:
+            if t >= 0:
+                rev[t].add(s)
+    live = [bool(a) for a in accepts]
+    stack = [s for s in range(n) if live[s]]
+    while stack:
+        t = stack.pop()
+        for s in rev[t]:
+            if not live[s]:
+                live[s] = True
+                stack.append(s)
+    live[0] = True
+    remap = {}
+    for s in range(n):
+        if live[s]:
+            remap[s] = len(remap)
+    new_rows = [[(remap[t] if t >= 0 and live[t] else -1) for t in rows[s]] for s in range(n) if live[s]]
+    return new_rows, [accepts[s] for s in range(n) if live[s]]
+
+
+def _split_start(rows: list[list[int]], accepts: list[tuple]) -> tuple[list[list[int]], list[tuple]]:
+    """Make state 0 unreachable from other states by redirecting loops into a copy of it."""
+    if not any(t == 0 for row in rows for t in row):
+        return rows, accepts
+    copy = len(rows)
+    rows = [[(copy if t == 0 else t) for t in row] for row in rows]
+    rows.append(list(rows[0]))
+    accepts = accepts + [accepts[0]]
+    return rows, accepts
