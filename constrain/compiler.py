@@ -54,5 +54,5 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
     if grammar.kind == "cfg":
         from constrain.cfg.engine import CFGCompiledGrammar
 
-        return CFGCompiledGrammar(grammar._ast, index, description=f"{grammar.kind} grammar")
+        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description)
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")

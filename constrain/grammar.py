@@ -1,8 +1,7 @@
 """``Grammar``: a constraint source before it meets a vocabulary.
 
 Front ends check their input eagerly, so a bad pattern fails where the user wrote it, not
-at the first decoding step. JSON Schema and context-free grammars join this class in their
-own issues; everything compiles through ``constrain.compile``.
+at the first decoding step. Everything compiles through ``constrain.compile``.
 """
 
 from __future__ import annotations
@@ -14,10 +13,12 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Grammar:
-    kind: str  # "regex"
+    kind: str  # "regex" | "cfg"
     source: str
     flags: int = 0
     _ast: Any = field(default=None, compare=False, hash=False, repr=False)
+    dialect: str = ""  # for kind "cfg": "lark" | "gbnf"
+    start: str = ""  # for kind "cfg": the start rule
 
     @classmethod
     def from_regex(cls, pattern: str, flags: int | re.RegexFlag = 0) -> "Grammar":
@@ -31,7 +32,85 @@ class Grammar:
         ast = parse_regex(pattern, int(flags))
         return cls(kind="regex", source=pattern, flags=int(flags), _ast=ast)
 
+    @classmethod
+    def from_lark(cls, text: str, start: str = "start") -> "Grammar":
+        """A context-free grammar in Lark syntax (``%import common.*``, ``%ignore``, templates,
+        EBNF operators, ``"kw"i``), starting at rule ``start``.
+
+        The language is what Lark's Earley parser with ``lexer="dynamic_complete"`` accepts:
+        terminals are matched without maximal munch and ``%ignore`` terminals may appear between
+        any two terminals. Priorities are ignored (they never change which strings parse).
+        """
+        from constrain.cfg.lark_frontend import cfg_from_lark
+
+        cfg = cfg_from_lark(text, start=start)
+        return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start)
+
+    @classmethod
+    def from_gbnf(cls, text: str) -> "Grammar":
+        """A context-free grammar in llama.cpp's GBNF syntax; the start rule is ``root``."""
+        from constrain.cfg.gbnf import cfg_from_gbnf
+
+        cfg = cfg_from_gbnf(text)
+        return cls(kind="cfg", source=text, _ast=cfg, dialect="gbnf", start="root")
+
+    @classmethod
+    def from_json_schema(
+        cls,
+        schema: Any,
+        *,
+        whitespace: str = "compact",
+        max_whitespace: int = 8,
+        property_order: str = "schema",
+        strict: bool = True,
+        unsupported: str = "error",
+        formats: str = "assert",
+    ) -> "Grammar":
+        """JSON documents valid against ``schema`` (a dict, a JSON string, or a Pydantic model class).
+
+        ``whitespace``: "compact" (none) or "flexible" (up to ``max_whitespace`` JSON whitespace
+        characters between tokens). ``property_order``: "schema" (declared order) or "any" (every
+        order; exponential in the number of properties, capped). ``strict=True`` allows no object
+        properties beyond the declared ones unless ``additionalProperties`` says so; ``strict=False``
+        follows the specification (undeclared properties allowed by default). Keywords that
+        cannot be enforced raise ``UnsupportedSchemaError`` unless ``unsupported="ignore"``.
+        ``formats="assert"`` enforces the known ``format`` values; ``"annotation"`` ignores them
+        (the specification's default for 2019-09 and later).
+        """
+        import json as _json
+
+        from constrain.json_schema import SchemaOptions, schema_to_cfg
+        from constrain.json_schema.errors import SchemaError
+
+        if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        elif isinstance(schema, (str, bytes)):
+            try:
+                schema = _json.loads(schema)
+            except ValueError as e:
+                raise SchemaError(f"the schema is not valid JSON: {e}") from None
+        if not isinstance(schema, (dict, bool)):
+            raise SchemaError(f"a schema must be a JSON object or boolean, got {type(schema).__name__}")
+        options = SchemaOptions(whitespace=whitespace, max_whitespace=max_whitespace,
+                                property_order=property_order, strict=strict, unsupported=unsupported,
+                                formats=formats)
+        cfg = schema_to_cfg(schema, options)
+        source = _json.dumps(schema, sort_keys=True, default=str)
+        return cls(kind="cfg", source=source, _ast=cfg, dialect="json-schema", start=repr(options))
+
     @property
     def key(self) -> tuple:
         """Identity for caching compiled grammars."""
+        if self.kind == "cfg":
+            return (self.kind, self.dialect, self.source, self.start)
         return (self.kind, self.source, self.flags)
+
+    @property
+    def description(self) -> str:
+        """A short human-readable name for error messages and reprs."""
+        if self.kind == "cfg":
+            first = self.source.strip().splitlines()[0] if self.source.strip() else ""
+            if len(first) > 40:
+                first = first[:37] + "..."
+            return f"{self.dialect} grammar {first!r} (start {self.start!r})"
+        return f"{self.kind} {self.source!r}"

@@ -14,6 +14,7 @@ import numpy as np
 
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
+from constrain.regex.parse import gc_paused
 from constrain.regex.utf8 import utf8_sequences
 
 DEAD = -1
@@ -23,12 +24,18 @@ MAX_DFA_STATES = 200_000
 
 @dataclass
 class DFA:
-    """``trans[s, byte]`` is the next state or ``-1``; state 0 is the start state."""
+    """``trans[s, byte]`` is the next state or ``-1``; state 0 is the start state.
+
+    ``table``/``classes`` optionally hold the same automaton over byte classes
+    (``trans[s, b] == table[s, classes[b]]``), a much smaller table for Python-side stepping.
+    """
 
     trans: np.ndarray  # int32 [S, 256]
     accepting: np.ndarray  # bool [S]
     start: int = 0
     _fingerprint: str | None = field(default=None, repr=False)
+    table: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [S, C]
+    classes: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [256]
 
     @property
     def num_states(self) -> int:
@@ -63,6 +70,15 @@ def _sequences(ranges: Ranges):
 
 
 class _NFA:
+    """Thompson-style NFA built without epsilon glue where it is not needed.
+
+    ``build_from(node, s)`` adds the automaton of ``node`` starting at the existing state ``s``
+    and returns its end state. Two invariants make sharing states safe: a construction never
+    adds an edge *into* its start state, and its end state has no outgoing edges (or is ``s``
+    itself when the node added nothing). So a concatenation chains its children through shared
+    states and the branches of an alternation share one start state.
+    """
+
     def __init__(self) -> None:
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
@@ -73,56 +89,82 @@ class _NFA:
         return len(self.eps) - 1
 
     def build(self, node) -> tuple[int, int]:
+        s = self.state()
+        return s, self.build_from(node, s)
+
+    def build_from(self, node, s: int) -> int:
         kind = node[0]
         if kind == "set":
-            s, e = self.state(), self.state()
+            e = self.state()
+            edges = self.edges
             for seq in _sequences(node[1]):
                 cur = s
+                last = len(seq) - 1
                 for k, (lo, hi) in enumerate(seq):
-                    nxt = e if k == len(seq) - 1 else self.state()
-                    self.edges[cur].append((lo, hi, nxt))
+                    nxt = e if k == last else self.state()
+                    edges[cur].append((lo, hi, nxt))
                     cur = nxt
-            return s, e
+            return e
         if kind == "cat":
-            s = e = self.state()
+            cur = s
             for child in node[1]:
-                cs, ce = self.build(child)
-                self.eps[e].append(cs)
-                e = ce
-            return s, e
+                cur = self.build_from(child, cur)
+            return cur
         if kind == "alt":
-            s, e = self.state(), self.state()
+            e = self.state()
             for child in node[1]:
-                cs, ce = self.build(child)
-                self.eps[s].append(cs)
+                ce = self.build_from(child, s)  # branches share the start state
                 self.eps[ce].append(e)
-            return s, e
+            return e
         if kind == "rep":
             _, child, lo, hi = node
-            s = e = self.state()
+            cur = s
             for _ in range(lo):
-                cs, ce = self.build(child)
-                self.eps[e].append(cs)
-                e = ce
+                cur = self.build_from(child, cur)
+            end = self.state()
             if hi is None:
-                cs, ce = self.build(child)
-                loop_end = self.state()
-                self.eps[e].append(cs)
-                self.eps[e].append(loop_end)
-                self.eps[ce].append(cs)
-                self.eps[ce].append(loop_end)
-                e = loop_end
+                # a fresh loop head: looping back into ``cur`` could re-enter a sibling branch
+                head = self.state()
+                self.eps[cur].append(head)
+                ce = self.build_from(child, head)
+                self.eps[ce].append(head)
+                self.eps[head].append(end)
             else:
-                end = self.state()
                 for _ in range(hi - lo):
-                    self.eps[e].append(end)
-                    cs, ce = self.build(child)
-                    self.eps[e].append(cs)
-                    e = ce
-                self.eps[e].append(end)
-                e = end
-            return s, e
+                    self.eps[cur].append(end)
+                    cur = self.build_from(child, cur)
+                self.eps[cur].append(end)
+            return end
+        if kind == "dfa":
+            return self._embed_dfa(node[1], s)
         raise AssertionError(f"unknown regex node {kind}")
+
+    def _embed_dfa(self, dfa: "DFA", s: int) -> int:
+        """Add a copy of ``dfa`` entered at ``s`` (its start state is ``s``'s byte edges); return its end."""
+        e = self.state()
+        ids = [s] + [self.state() for _ in range(dfa.num_states - 1)]
+        # a copy of the start state would need incoming loops; route those through a fresh state
+        looped = bool((dfa.trans == dfa.start).any())
+        loop_start = self.state() if looped else None
+        for q in range(dfa.num_states):
+            row = dfa.trans[q]
+            sources = [ids[q]] if q != dfa.start else ([s] + ([loop_start] if looped else []))
+            targets = row.tolist()
+            b = 0
+            while b < 256:
+                t = targets[b]
+                hi = b
+                while hi + 1 < 256 and targets[hi + 1] == t:
+                    hi += 1
+                if t >= 0:
+                    dst = loop_start if (t == dfa.start and looped) else ids[t]
+                    for src in sources:
+                        self.edges[src].append((b, hi, dst))
+                b = hi + 1
+            if dfa.accepting[q]:
+                for src in sources:
+                    self.eps[src].append(e)
+        return e
 
 
 def _closures(nfa: _NFA) -> list[frozenset[int]]:
@@ -141,9 +183,34 @@ def _closures(nfa: _NFA) -> list[frozenset[int]]:
     return out  # type: ignore[return-value]
 
 
-def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Subset construction over byte classes; returns (class table [S, C], accepting, byte -> class)."""
-    closure = _closures(nfa)
+def _coreachable(nfa: _NFA, final: int) -> list[bool]:
+    """NFA states from which ``final`` can be reached (over epsilon and byte edges)."""
+    n = len(nfa.eps)
+    rev: list[list[int]] = [[] for _ in range(n)]
+    for s in range(n):
+        for t in nfa.eps[s]:
+            rev[t].append(s)
+        for _lo, _hi, t in nfa.edges[s]:
+            rev[t].append(s)
+    seen = [False] * n
+    seen[final] = True
+    stack = [final]
+    while stack:
+        t = stack.pop()
+        for s in rev[t]:
+            if not seen[s]:
+                seen[s] = True
+                stack.append(s)
+    return seen
+
+
+def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Subset construction over byte classes; returns (class table [S, C], accepting, byte -> class).
+
+    Only NFA states that can still reach ``final`` enter a subset, so every DFA state can reach
+    acceptance (the result is already trim) and a transition whose subset is empty is dead.
+    Returns None when the start state cannot reach acceptance (the language is empty).
+    """
     # Byte classes: bytes no edge tells apart behave the same everywhere.
     bounds = {0, 256}
     for edges in nfa.edges:
@@ -154,61 +221,170 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     class_of = np.searchsorted(np.asarray(cuts), np.arange(256), side="right") - 1
     n_classes = len(cuts) - 1
     cut_index = {c: i for i, c in enumerate(cuts)}
+    co = _coreachable(nfa, final)
+    eps = nfa.eps
+    nfa_edges = nfa.edges
     # Only states with byte edges matter inside a DFA state (others are pure epsilon glue).
-    start_set = frozenset(s for s in closure[start] if nfa.edges[s] or s == final)
+    keep = [bool(co[s] and (nfa_edges[s] or s == final)) for s in range(len(eps))]
+    memo: dict[int, frozenset[int]] = {}
+
+    empty: frozenset[int] = frozenset()
+
+    def closure(root: int) -> frozenset[int]:
+        got = memo.get(root)
+        if got is None:
+            if not eps[root]:  # most states: no epsilon moves
+                got = memo[root] = frozenset((root,)) if keep[root] else empty
+                return got
+            seen = {root}
+            stack = [root]
+            while stack:
+                x = stack.pop()
+                for y in eps[x]:
+                    if y not in seen and co[y]:
+                        seen.add(y)
+                        stack.append(y)
+            got = memo[root] = frozenset(x for x in seen if keep[x])
+        return got
+
+    # Per NFA state: class -> closure of the targets its edges reach on that class.
+    state_maps: list[dict[int, frozenset[int]] | None] = [None] * len(eps)
+
+    def state_map(q: int) -> dict[int, frozenset[int]]:
+        got: dict[int, frozenset[int]] = {}
+        for lo, hi, t in nfa_edges[q]:
+            if not co[t]:
+                continue
+            tset = closure(t)
+            for c in range(cut_index[lo], cut_index[hi + 1]):
+                prev = got.get(c)
+                got[c] = tset if prev is None or prev is tset else prev | tset
+        state_maps[q] = got
+        return got
+
+    start_set = closure(start) if co[start] else frozenset()
+    if not start_set:
+        return None
     ids = {start_set: 0}
     order = [start_set]
-    rows: list[list[int]] = []
+    # live transitions as flat (source, class, target) lists; the table is filled in one go
+    src_l: list[int] = []
+    cls_l: list[int] = []
+    dst_l: list[int] = []
     accepting: list[bool] = []
     i = 0
     while i < len(order):
         current = order[i]
         i += 1
         accepting.append(final in current)
-        targets: dict[int, set[int]] = {}
-        for s in current:
-            for lo, hi, t in nfa.edges[s]:
-                for c in range(cut_index[lo], cut_index[hi + 1]):
-                    targets.setdefault(c, set()).update(closure[t])
-        row = [DEAD] * n_classes
-        for c, tset in targets.items():
-            key = frozenset(s for s in tset if nfa.edges[s] or s == final)
+        if len(current) == 1:
+            (q,) = current
+            targets = state_maps[q]
+            if targets is None:
+                targets = state_map(q)
+        else:
+            merged: dict[int, set[int] | frozenset[int]] = {}
+            for q in current:
+                m = state_maps[q]
+                if m is None:
+                    m = state_map(q)
+                for c, tset in m.items():
+                    got = merged.get(c)
+                    if got is None:
+                        merged[c] = tset  # shared until a second state adds to it
+                    elif got is not tset:
+                        if isinstance(got, frozenset):
+                            got = merged[c] = set(got)
+                        got |= tset
+            targets = {c: (t if isinstance(t, frozenset) else frozenset(t)) for c, t in merged.items()}
+        src = i - 1
+        for c, key in targets.items():
             j = ids.get(key)
             if j is None:
                 if len(order) >= MAX_DFA_STATES:
                     raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
                 j = ids[key] = len(order)
                 order.append(key)
-            row[c] = j
-        rows.append(row)
-    table = np.asarray(rows, dtype=np.int32).reshape(len(rows), n_classes)
+            src_l.append(src)
+            cls_l.append(c)
+            dst_l.append(j)
+    table = np.full((len(order), n_classes), DEAD, dtype=np.int32)
+    table[np.asarray(src_l, dtype=np.intp), np.asarray(cls_l, dtype=np.intp)] = np.asarray(dst_l, dtype=np.int32)
     return table, np.asarray(accepting, dtype=bool), class_of
 
 
 def _trim(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Drop states that cannot reach acceptance; return None when the start state is one of them."""
+    """Drop states that cannot reach acceptance; return None when the start state is one of them.
+
+    (``_determinize`` already yields trim automata; this stays for automata built elsewhere.)
+    """
     n = trans.shape[0]
-    live = accepting.copy()
-    while True:
-        nxt = trans.clip(min=0)
-        reach = live[nxt] & (trans >= 0)
-        new = live | reach.any(axis=1)
-        if (new == live).all():
-            break
-        live = new
-    if not live[0]:
+    src, cls = np.nonzero(trans >= 0)
+    dst = trans[src, cls]
+    order = np.argsort(dst, kind="stable")
+    src_by_dst = src[order].tolist()
+    starts = np.searchsorted(dst[order], np.arange(n + 1)).tolist()
+    live = accepting.tolist()
+    stack = [s for s in range(n) if live[s]]
+    while stack:
+        t = stack.pop()
+        for s in src_by_dst[starts[t]:starts[t + 1]]:
+            if not live[s]:
+                live[s] = True
+                stack.append(s)
+    live_arr = np.asarray(live, dtype=bool)
+    if not live_arr[0]:
         return None
     remap = np.full(n + 1, DEAD, dtype=np.int32)
-    keep = np.flatnonzero(live)
+    keep = np.flatnonzero(live_arr)
     remap[keep] = np.arange(len(keep), dtype=np.int32)
     t = trans[keep]
     t = remap[np.where(t >= 0, t, n)]
     return t, accepting[keep], 0
 
 
-def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Moore partition refinement, vectorised; returns the quotient automaton, start state 0."""
+def _out_edges(trans: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Per state, its live transitions as (class, target), classes ascending."""
     n = trans.shape[0]
+    src, cls = np.nonzero(trans >= 0)  # row-major: grouped by state, classes ascending
+    dst = trans[src, cls]
+    out: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for s, c, d in zip(src.tolist(), cls.tolist(), dst.tolist()):
+        out[s].append((c, d))
+    return out
+
+
+def _postorder(out: list[list[tuple[int, int]]]) -> list[int] | None:
+    """States in an order where every state comes after all its successors; None if cyclic."""
+    n = len(out)
+    state = [0] * n  # 0 new, 1 on the stack, 2 done
+    order: list[int] = []
+    for root in range(n):
+        if state[root]:
+            continue
+        state[root] = 1
+        stack = [(root, 0)]
+        while stack:
+            s, k = stack[-1]
+            edges = out[s]
+            if k < len(edges):
+                stack[-1] = (s, k + 1)
+                t = edges[k][1]
+                st = state[t]
+                if st == 0:
+                    state[t] = 1
+                    stack.append((t, 0))
+                elif st == 1:
+                    return None
+            else:
+                stack.pop()
+                state[s] = 2
+                order.append(s)
+    return order
+
+
+def _moore_partition(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Moore partition refinement, vectorised: block id per state (coarsest congruence)."""
     part = accepting.astype(np.int64)
     n_parts = len(np.unique(part))
     while True:
@@ -219,43 +395,77 @@ def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.
         new_part = new_part.reshape(-1)
         new_n = int(new_part.max()) + 1
         if new_n == n_parts:
-            part = new_part
-            break
+            return new_part
         part, n_parts = new_part, new_n
-    # Renumber in BFS order from the start state so state 0 is the start.
-    rep = np.zeros(n_parts, dtype=np.int64)
-    rep[part[::-1]] = np.arange(n)[::-1]
-    q_trans = np.where(trans[rep] >= 0, part[trans[rep].clip(min=0)], DEAD)
-    q_acc = accepting[rep]
-    order = [int(part[0])]
-    seen = {order[0]: 0}
+
+
+def _acyclic_partition(out: list[list[tuple[int, int]]], accepting: list[bool], post: list[int]) -> list[int]:
+    """Minimisation of an acyclic trim DFA in one pass (Revuz): successors first, equal signatures merge."""
+    block = [0] * len(out)
+    ids: dict[tuple, int] = {}
+    for s in post:
+        sig = (accepting[s], tuple([(c, block[d]) for c, d in out[s]]))
+        b = ids.get(sig)
+        if b is None:
+            b = ids[sig] = len(ids)
+        block[s] = b
+    return block
+
+
+def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Minimal quotient of a trim DFA, states renumbered in BFS order from the start state 0.
+
+    Acyclic automata (literals, alternations of words, bounded repeats) are minimised in one
+    linear pass; others by vectorised Moore refinement.
+    """
+    n = trans.shape[0]
+    out = _out_edges(trans)
+    post = _postorder(out)
+    if post is not None:
+        part_list = _acyclic_partition(out, accepting.tolist(), post)
+        n_parts = len(set(part_list))
+    else:
+        part_arr = _moore_partition(trans, accepting)
+        part_list = part_arr.tolist()
+        n_parts = int(part_arr.max()) + 1
+    # BFS from the start block over the representatives' live transitions (classes ascending).
+    rep = [-1] * n_parts
+    for s in range(n - 1, -1, -1):
+        rep[part_list[s]] = s  # lowest state of each block
+    new_id = {part_list[0]: 0}
+    order = [part_list[0]]
     k = 0
     while k < len(order):
-        for t in q_trans[order[k]]:
-            t = int(t)
-            if t >= 0 and t not in seen:
-                seen[t] = len(order)
-                order.append(t)
+        for _c, d in out[rep[order[k]]]:
+            b = part_list[d]
+            if b not in new_id:
+                new_id[b] = len(order)
+                order.append(b)
         k += 1
+    part = np.asarray(part_list, dtype=np.int64)
     remap = np.full(n_parts + 1, DEAD, dtype=np.int32)
-    for old, new in seen.items():
-        remap[old] = new
-    sel = np.asarray(order)
-    out = q_trans[sel]
-    out = remap[np.where(out >= 0, out, n_parts)]
-    return out.astype(np.int32), q_acc[sel]
+    for b, j in new_id.items():
+        remap[b] = j
+    sel = np.asarray([rep[b] for b in order], dtype=np.int64)
+    rows = trans[sel]
+    q = np.where(rows >= 0, part[rows.clip(min=0)], n_parts)
+    return remap[q].astype(np.int32), accepting[sel]
 
 
 def build_dfa(node, source: str | None = None) -> DFA:
     """Compile an AST to a trimmed minimal DFA; raise ``RegexError`` for an empty language."""
+    with gc_paused():
+        return _build_dfa(node, source)
+
+
+def _build_dfa(node, source: str | None) -> DFA:
     nfa = _NFA()
     start, final = nfa.build(node)
-    trans, accepting, class_of = _determinize(nfa, start, final)
-    trimmed = _trim(trans, accepting)
-    if trimmed is None:
+    det = _determinize(nfa, start, final)  # already trim: every state can reach acceptance
+    if det is None:
         raise RegexError("the pattern matches no string (its language is empty)", source=source,
                          pos=None)
-    trans, accepting, _ = trimmed
-    trans, accepting = _minimize(trans, accepting)
-    trans = trans[:, class_of]
-    return DFA(trans=np.ascontiguousarray(trans, dtype=np.int32), accepting=accepting)
+    table, accepting, class_of = det
+    table, accepting = _minimize(table, accepting)
+    trans = np.ascontiguousarray(table[:, class_of], dtype=np.int32)
+    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32))

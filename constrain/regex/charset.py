@@ -56,7 +56,9 @@ def negate(ranges: Ranges) -> Ranges:
 
 
 def single(cp: int) -> Ranges:
-    return normalize([(cp, cp)])
+    if SURROGATES[0] <= cp <= SURROGATES[1]:
+        return ()
+    return ((cp, cp),)
 
 
 ANY: Ranges = normalize([(0, MAX_CP)])

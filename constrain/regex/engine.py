@@ -7,6 +7,7 @@ vocabulary (``constrain.walk``) and then served from a dict.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -23,12 +24,16 @@ from tokenizer_index import TokenizerIndex
 FINISHED = -2  # pseudo state after EOS
 
 
+_memmove = ctypes.memmove
+
+
 @dataclass(frozen=True)
 class MaskEntry:
-    words: np.ndarray  # int32 [W]
+    words: np.ndarray  # int32 [W], read-only
     tensor: torch.Tensor  # shares memory with ``words``
     count: int  # allowed tokens, EOS included
     single: int  # the only allowed token when count == 1, else -1
+    ptr: int = 0  # address of ``words`` (for the CPU fast path of ``fill_bitmask``)
 
 
 class RegexCompiledGrammar(CompiledGrammar):
@@ -36,22 +41,40 @@ class RegexCompiledGrammar(CompiledGrammar):
         self.dfa = dfa
         self.index = index
         self.description = description
-        self._trans_rows = dfa.trans.tolist()  # Python lists index faster than numpy scalars
+        # Python-side stepping reads the (much smaller) byte-class table when the DFA has one:
+        # next state = rows[state][classes[byte]]. Python lists index faster than numpy scalars.
+        if dfa.table is not None and dfa.classes is not None:
+            table, classes = dfa.table, dfa.classes
+        else:
+            table, classes = dfa.trans, np.arange(256)
+        self._trans_rows = table.tolist()
+        self._classes = classes.tolist()
         self._accepting = dfa.accepting.tolist()
-        self._has_next = (dfa.trans >= 0).any(axis=1).tolist()
-        live = dfa.trans >= 0
-        forced = np.where(live.sum(axis=1) == 1, live.argmax(axis=1), -1)
-        self._forced_byte = [(-1 if acc else int(b)) for b, acc in zip(forced, self._accepting)]
+        live = table >= 0
+        self._has_next = live.any(axis=1).tolist()
+        # A byte is forced where exactly one byte is live: one live class holding a single byte.
+        class_size = np.bincount(classes, minlength=table.shape[1])
+        n_live = live.astype(np.int64) @ class_size
+        only_class = live.argmax(axis=1)
+        first_byte = np.full(table.shape[1], -1, dtype=np.int64)
+        cls_ids, first = np.unique(classes, return_index=True)
+        first_byte[cls_ids] = first
+        forced = np.where(n_live == 1, first_byte[only_class], -1)
+        self._forced_byte = [(-1 if acc else int(b)) for b, acc in zip(forced.tolist(), self._accepting)]
         self._eos = frozenset(index.eos_token_ids)
+        self._eos_bits = [(e >> 5, np.uint32(1 << (e & 31))) for e in index.eos_token_ids]
+        self._n_words = bitmask_words(index.vocab_size)
         self._masks: dict[int, MaskEntry] = {}
         self._lock = threading.Lock()
         self._finished_entry: MaskEntry | None = None
 
     # ------------------------------------------------------------------ masks
     def _make_entry(self, words_u32: np.ndarray, count: int, single: int) -> MaskEntry:
+        # The tensor and the read-only numpy view share one buffer (both stay internal).
+        tensor = torch.from_numpy(words_u32.view(np.int32))
         words = words_u32.view(np.int32)
         words.setflags(write=False)
-        return MaskEntry(words=words, tensor=torch.from_numpy(words.copy()), count=count, single=single)
+        return MaskEntry(words=words, tensor=tensor, count=count, single=single, ptr=words.ctypes.data)
 
     def mask_entry(self, state: int) -> MaskEntry:
         entry = self._masks.get(state)
@@ -59,12 +82,12 @@ class RegexCompiledGrammar(CompiledGrammar):
             return entry
         if state == FINISHED:
             return self._finished_mask()
-        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        words = np.zeros(self._n_words, dtype=np.uint32)
         count, last = walk_allowed(self.dfa.trans, state, self.index.trie, words)
         if self._accepting[state]:
-            for e in self.index.eos_token_ids:
-                words[e >> 5] |= np.uint32(1 << (e & 31))
-            count += len(self.index.eos_token_ids)
+            for w, bit in self._eos_bits:
+                words[w] |= bit
+            count += len(self._eos_bits)
             last = self.index.eos_token_ids[0]
         entry = self._make_entry(words, int(count), int(last) if count == 1 else -1)
         with self._lock:
@@ -98,8 +121,9 @@ class RegexCompiledGrammar(CompiledGrammar):
         if not data:
             return -1
         rows = self._trans_rows
+        classes = self._classes
         for b in data:
-            state = rows[state][b]
+            state = rows[state][classes[b]]
             if state < 0:
                 return -1
         return state
@@ -132,10 +156,21 @@ class RegexMatcher(Matcher):
         return self._states[-1]
 
     def fill_bitmask(self, bitmask, row: int = 0) -> None:
-        entry = self._g.mask_entry(self._states[-1])
+        g = self._g
+        entry = g._masks.get(self._states[-1])
+        if entry is None:
+            entry = g.mask_entry(self._states[-1])
         if entry.count == 0:
-            raise EmptyAllowedSetError(self._g.describe_state(self._states[-1]))
+            raise EmptyAllowedSetError(g.describe_state(self._states[-1]))
         if isinstance(bitmask, torch.Tensor):
+            # Fast path (the common CPU case): one memmove into the row, checked like indexing.
+            if (bitmask.is_cpu and bitmask.dtype is torch.int32 and bitmask.layout is torch.strided
+                    and bitmask.dim() == 2 and bitmask.shape[1] == g._n_words and bitmask.stride(1) == 1):
+                n_rows = bitmask.shape[0]
+                r = row + n_rows if row < 0 else row
+                if 0 <= r < n_rows and entry.ptr:
+                    _memmove(bitmask.data_ptr() + 4 * r * bitmask.stride(0), entry.ptr, 4 * g._n_words)
+                    return
             bitmask[row].copy_(entry.tensor)
         else:
             bitmask[row] = entry.words
@@ -182,9 +217,10 @@ class RegexMatcher(Matcher):
             return b""
         fb = self._g._forced_byte
         rows = self._g._trans_rows
+        classes = self._g._classes
         while fb[s] >= 0 and len(out) < 4096:
             out.append(fb[s])
-            s = rows[s][fb[s]]
+            s = rows[s][classes[fb[s]]]
         return bytes(out)
 
     def forced_tokens(self, max_tokens: int = 256) -> list[int]:

@@ -8,7 +8,10 @@ with the construct's name and its position in the pattern.
 
 from __future__ import annotations
 
+import gc
 import re
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 try:  # Python >= 3.11
@@ -116,6 +119,7 @@ class _Converter:
         self.pattern = pattern
         self.counters: dict[str, int] = {}
         self.base_flags = flags
+        self._flags_cache: dict[int, _Flags] = {}
 
     def error(self, what: str, kind: str) -> RegexError:
         k = self.counters.get(kind, 0)
@@ -128,11 +132,14 @@ class _Converter:
         self.counters[kind] = self.counters.get(kind, 0) + 1
 
     def flags_of(self, f: int) -> _Flags:
-        return _Flags(
-            ignorecase=bool(f & sre_c.SRE_FLAG_IGNORECASE),
-            dotall=bool(f & sre_c.SRE_FLAG_DOTALL),
-            ascii=bool(f & sre_c.SRE_FLAG_ASCII),
-        )
+        fl = self._flags_cache.get(f)
+        if fl is None:
+            fl = self._flags_cache[f] = _Flags(
+                ignorecase=bool(f & sre_c.SRE_FLAG_IGNORECASE),
+                dotall=bool(f & sre_c.SRE_FLAG_DOTALL),
+                ascii=bool(f & sre_c.SRE_FLAG_ASCII),
+            )
+        return fl
 
     # ``at_start``/``at_end``: whether nothing can be matched before/after this point,
     # the only places where ^/$ (and \A, \Z) are harmless no-ops under full-match semantics.
@@ -140,10 +147,21 @@ class _Converter:
         items = list(items)
         parts: list[Node] = []
         n = len(items)
+        # first[k]: at_start and items[:k] are all begin anchors; last[k]: at_end and items[k+1:]
+        # are all end anchors (running flags: linear in the sequence length).
+        first = [False] * n
+        ok = at_start
+        for k, (o, a) in enumerate(items):
+            first[k] = ok
+            ok = ok and o == sre_c.AT and a in _BEGIN_ANCHORS
+        last = [False] * n
+        ok = at_end
+        for k in range(n - 1, -1, -1):
+            last[k] = ok
+            o, a = items[k]
+            ok = ok and o == sre_c.AT and a in _END_ANCHORS
         for k, (op, av) in enumerate(items):
-            first = at_start and all(o == sre_c.AT and a in _BEGIN_ANCHORS for o, a in items[:k])
-            last = at_end and all(o == sre_c.AT and a in _END_ANCHORS for o, a in items[k + 1:])
-            node = self.item(op, av, f, first, last)
+            node = self.item(op, av, f, first[k], last[k])
             if node is not None:
                 parts.append(node)
         if len(parts) == 1:
@@ -219,8 +237,42 @@ class _Converter:
         return cs.negate(result) if negated else result
 
 
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector (re-entrant, thread-safe).
+
+    Parsing and automaton construction allocate tens of thousands of small containers, none of
+    them cyclic; in a process holding a large heap (torch, transformers) each allocation burst
+    triggers full collections that cost 10-150 ms. Refcounting still frees everything.
+    """
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            if _gc_was_enabled:
+                gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def parse_regex(pattern: str, flags: int = 0) -> Node:
     """Parse a Python regular expression into the AST; raise ``RegexError`` with a position."""
+    with gc_paused():
+        return _parse_regex(pattern, flags)
+
+
+def _parse_regex(pattern: str, flags: int) -> Node:
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     if flags & re.MULTILINE:

@@ -1,0 +1,829 @@
+"""JSON Schema -> context-free grammar IR (``constrain.cfg.ir.CFG``).
+
+Regular pieces (strings, numbers, literals, punctuation, whitespace) are regex ASTs; adjacent
+ones merge into one terminal, so most of a document is matched by lexer DFAs and the Earley
+parser only sees object/array structure. Objects and arrays are nonterminals, which gives
+recursive schemas (``$ref`` cycles) and free-form JSON values for free.
+
+Every validation keyword is either enforced exactly or refused with ``UnsupportedSchemaError``
+(keyword + JSON pointer); ``unsupported="ignore"`` drops refused keywords (documented loosening).
+Unknown keywords are annotations per the specification and are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from constrain.cfg.ir import CFG, nt
+from constrain.errors import RegexError
+from constrain.json_schema import numbers as num
+from constrain.json_schema import strings as js
+from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema.formats import FORMATS
+from constrain.json_schema.refs import RefResolver
+from constrain.regex import boolean
+from constrain.regex.parse import parse_regex
+
+TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
+
+ANNOTATIONS = {
+    "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
+    "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "contentMediaType", "contentEncoding",
+    "contentSchema", "$defs", "definitions",
+}
+OBJECT_KEYS = {"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties", "unevaluatedProperties", "dependentRequired",
+               "dependentSchemas", "dependencies"}
+ARRAY_KEYS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "minContains",
+              "maxContains", "uniqueItems", "unevaluatedItems"}
+STRING_KEYS = {"minLength", "maxLength", "pattern", "format"}
+NUMBER_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+
+
+@dataclass(frozen=True)
+class SchemaOptions:
+    whitespace: str = "compact"  # "compact" | "flexible"
+    max_whitespace: int = 8  # flexible mode: at most this many whitespace characters per gap
+    property_order: str = "schema"  # "schema" | "any"
+    strict: bool = True  # True: no properties beyond those declared unless additionalProperties says so
+    unsupported: str = "error"  # "error" | "ignore"
+    max_any_order_properties: int = 10
+    formats: str = "assert"  # "assert": enforce known formats; "annotation": treat format as annotation only
+
+    def __post_init__(self) -> None:
+        if self.whitespace not in ("compact", "flexible"):
+            raise ValueError(f"whitespace must be 'compact' or 'flexible', got {self.whitespace!r}")
+        if self.property_order not in ("schema", "any"):
+            raise ValueError(f"property_order must be 'schema' or 'any', got {self.property_order!r}")
+        if self.unsupported not in ("error", "ignore"):
+            raise ValueError(f"unsupported must be 'error' or 'ignore', got {self.unsupported!r}")
+        if self.max_whitespace < 0:
+            raise ValueError("max_whitespace must be >= 0")
+
+
+def _ast(piece) -> bool:
+    return isinstance(piece, tuple)
+
+
+class _Builder:
+    def __init__(self, root: Any, options: SchemaOptions) -> None:
+        self.opt = options
+        self.refs = RefResolver(root)
+        self.terminals: list = []
+        self.terminal_names: list[str] = []
+        self._term_ids: dict = {}
+        self.nt_names: list[str] = []
+        self.rules: list[tuple[int, tuple[int, ...]]] = []
+        self._memo: dict[str, int] = {}
+        self._any: int | None = None
+        ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
+        self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
+
+    # ------------------------------------------------------------------ IR helpers
+    def new_nt(self, name: str) -> int:
+        self.nt_names.append(name)
+        return nt(len(self.nt_names) - 1)
+
+    def terminal(self, ast) -> int:
+        key = repr(ast) if ast[0] != "dfa" else ("dfa", id(ast[1]))
+        t = self._term_ids.get(key)
+        if t is None:
+            t = self._term_ids[key] = len(self.terminals)
+            self.terminals.append(ast)
+            self.terminal_names.append(f"T{t}")
+        return t
+
+    def seq(self, pieces) -> tuple[int, ...] | None:
+        """Symbols for a sequence of pieces; adjacent ASTs merge into one terminal. None = empty language."""
+        out: list[int] = []
+        run: list = []
+
+        def flush():
+            if run:
+                ast = num.cat(*run) if len(run) > 1 else run[0]
+                if num.accepts_empty(ast):
+                    raise AssertionError("an empty-capable terminal was built")  # never for our pieces
+                out.append(self.terminal(ast))
+                run.clear()
+
+        for p in pieces:
+            if p is None:
+                return None
+            if _ast(p):
+                if p == num.EMPTY:
+                    continue
+                run.append(p)
+            else:
+                flush()
+                out.append(p)
+        flush()
+        return tuple(out)
+
+    def rule(self, name: str, alternatives) -> int | None:
+        """A nonterminal with the given alternatives (each a list of pieces); None if all are empty."""
+        seqs = [s for s in (self.seq(a) for a in alternatives) if s is not None]
+        if not seqs:
+            return None
+        sym = self.new_nt(name)
+        for s in seqs:
+            self.rules.append((~sym, s))
+        return sym
+
+    def w(self):
+        return self.ws if self.ws is not None else num.EMPTY
+
+    def refuse(self, keyword: str, pointer: str, why: str = "") -> None:
+        if self.opt.unsupported == "error":
+            raise UnsupportedSchemaError(keyword, pointer, why)
+
+    # ------------------------------------------------------------------ values
+    def any_value(self) -> int:
+        """Any JSON value (recursive)."""
+        if self._any is None:
+            sym = self._any = self.new_nt("any")
+            w = self.w()
+            members = self.new_nt("any_members")
+            items = self.new_nt("any_items")
+            key = js.string_of_length()
+            self.rules.append((~members, self.seq([key, w, num.lit(":"), w, sym])))
+            self.rules.append((~members, self.seq([members, w, num.lit(","), w, key, w, num.lit(":"), w, sym])))
+            self.rules.append((~items, self.seq([sym])))
+            self.rules.append((~items, self.seq([items, w, num.lit(","), w, sym])))
+            for alt in ([js.string_of_length()], [num.JSON_NUMBER], [num.lit("true")], [num.lit("false")],
+                        [num.lit("null")], [num.lit("{"), w, num.lit("}")], [num.lit("{"), w, members, w, num.lit("}")],
+                        [num.lit("["), w, num.lit("]")], [num.lit("["), w, items, w, num.lit("]")]):
+                self.rules.append((~sym, self.seq(alt)))
+        return self._any
+
+    def value(self, schema: Any, pointer: str):
+        """A piece (AST or nonterminal) for the instances of ``schema``; None for no instance."""
+        if schema is True or schema == {}:
+            return self.any_value()
+        if schema is False:
+            return None
+        if not isinstance(schema, dict):
+            raise SchemaError(f"a schema must be an object or a boolean, got {type(schema).__name__}", pointer)
+        if "$dynamicRef" in schema or "$recursiveRef" in schema:
+            key = "$dynamicRef" if "$dynamicRef" in schema else "$recursiveRef"
+            self.refuse(key, f"{pointer}/{key}", "dynamic scope resolution is not supported")
+            schema = {k: v for k, v in schema.items() if k not in ("$dynamicRef", "$recursiveRef")}
+            return self.value(schema or True, pointer)
+        if "$ref" in schema:
+            return self._ref(schema, pointer)
+        memo_key = pointer
+        if memo_key in self._memo:
+            return self._memo[memo_key]
+        return self._value(schema, pointer)
+
+    def _ref(self, schema: dict, pointer: str):
+        key = "$ref"
+        target_ptr, target = self.refs.resolve(schema[key], pointer)
+        siblings = {k: v for k, v in schema.items() if k != key and k not in ANNOTATIONS}
+        if siblings:  # 2019-09+: $ref next to other keywords means allOf
+            return self._value(self._merge([target, siblings], pointer), pointer)
+        if target_ptr in self._memo:
+            return self._memo[target_ptr]
+        # a nonterminal first, so that recursive references end at it
+        sym = self.new_nt(f"ref:{target_ptr}")
+        self._memo[target_ptr] = sym
+        if target is True or target == {}:
+            piece = self.any_value()
+        elif target is False:
+            piece = None
+        elif not isinstance(target, dict):
+            raise SchemaError("a $ref target must be a schema", target_ptr)
+        elif "$ref" in target or "$dynamicRef" in target:
+            piece = self.value(target, target_ptr)
+        else:
+            piece = self._value(target, target_ptr)
+        if piece is not None:
+            self.rules.append((~sym, self.seq([piece])))
+        return sym
+
+    def _value(self, schema: dict, pointer: str):
+        if "allOf" in schema:
+            parts = schema["allOf"]
+            if not isinstance(parts, list) or not parts:
+                raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
+            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            resolved = [self.refs.deref(p, f"{pointer}/allOf/{i}") for i, p in enumerate(parts)]
+            return self.value(self._merge(resolved + [rest], pointer), pointer + "/allOf")
+        for key in ("anyOf", "oneOf"):
+            if key in schema:
+                branches = schema[key]
+                if not isinstance(branches, list) or not branches:
+                    raise SchemaError(f"{key} must be a non-empty array", f"{pointer}/{key}")
+                rest = {k: v for k, v in schema.items() if k != key}
+                if key == "oneOf" and not self._disjoint(branches, pointer):
+                    self.refuse("oneOf", f"{pointer}/oneOf",
+                                "branches may overlap, and 'exactly one' cannot be enforced by a grammar")
+                pieces = []
+                for i, b in enumerate(branches):
+                    sub = self.refs.deref(b, f"{pointer}/{key}/{i}")
+                    merged = self._merge([sub, rest], pointer) if rest else sub
+                    pieces.append(self.value(merged, f"{pointer}/{key}/{i}"))
+                return self._union(pieces, f"{key}@{pointer}")
+        if "not" in schema:
+            return self._not(schema, pointer)
+        if "if" in schema:
+            return self._if(schema, pointer)
+        if "enum" in schema or "const" in schema:
+            return self._enum(schema, pointer)
+        types = self._types(schema, pointer)
+        pieces = []
+        for t in types:
+            pieces.append(self._typed(t, schema, pointer))
+        return self._union(pieces, f"types@{pointer}")
+
+    def _union(self, pieces, name: str):
+        pieces = [p for p in pieces if p is not None]
+        if not pieces:
+            return None
+        if len(pieces) == 1:
+            return pieces[0]
+        if all(_ast(p) for p in pieces):
+            return num.alt(*pieces)
+        return self.rule(name, [[p] for p in pieces])
+
+    def _types(self, schema: dict, pointer: str) -> list[str]:
+        t = schema.get("type")
+        if t is None:
+            return list(TYPES)
+        names = t if isinstance(t, list) else [t]
+        for n in names:
+            if n not in TYPES and n != "integer":
+                raise SchemaError(f"unknown type {n!r}", pointer + "/type")
+        if "number" in names:
+            names = [n for n in names if n != "integer"]
+        return names
+
+    def _typed(self, t: str, schema: dict, pointer: str):
+        if t == "null":
+            return num.lit("null")
+        if t == "boolean":
+            return num.alt(num.lit("true"), num.lit("false"))
+        if t in ("integer", "number"):
+            return self._number(schema, pointer, integer=(t == "integer"))
+        if t == "string":
+            return self._string(schema, pointer)
+        if t == "object":
+            return self._object(schema, pointer)
+        return self._array(schema, pointer)
+
+    # ------------------------------------------------------------------ scalars
+    def _number(self, schema: dict, pointer: str, integer: bool):
+        lo, lo_strict, hi, hi_strict = self._bounds(schema, pointer)
+        mult = schema.get("multipleOf")
+        if mult is not None:
+            if not isinstance(mult, (int, float)) or isinstance(mult, bool) or mult <= 0:
+                raise SchemaError("multipleOf must be a number > 0", pointer + "/multipleOf")
+            m = Decimal(str(mult))
+            if m == m.to_integral_value():
+                integer = True
+            else:
+                exp = -m.normalize().as_tuple().exponent
+                if m.normalize() != Decimal(1).scaleb(-exp):
+                    self.refuse("multipleOf", pointer + "/multipleOf", "a fractional multipleOf other than 10^-k")
+                    mult = None
+                else:
+                    return self._decimal_places(lo, lo_strict, hi, hi_strict, exp, pointer, integer)
+        if integer:
+            ilo = None if lo is None else int(lo.to_integral_value(rounding="ROUND_CEILING"))
+            if lo is not None and lo_strict and Decimal(ilo) == lo:
+                ilo += 1
+            ihi = None if hi is None else int(hi.to_integral_value(rounding="ROUND_FLOOR"))
+            if hi is not None and hi_strict and Decimal(ihi) == hi:
+                ihi -= 1
+            if ilo is not None and ihi is not None and ilo > ihi:
+                raise SchemaError(f"no integer satisfies the bounds ({lo}..{hi})", pointer)
+            rng = num.integer_range(ilo, ihi)
+            if rng is not None:  # 1.0 is an integer in JSON Schema: allow a zero fraction
+                rng = num.cat(rng, num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None))))
+            if mult is not None:
+                k = int(Decimal(str(mult)))
+                if k != 1:
+                    rng = boolean.intersect(rng, _multiple_of(k))
+                    if rng is None:
+                        raise SchemaError(f"no integer in range is a multiple of {k}", pointer + "/multipleOf")
+            return rng
+        if lo is None and hi is None:
+            return num.JSON_NUMBER
+        parts = []
+        if lo is not None:
+            parts.append(num.decimal_at_least(lo, lo_strict))
+        if hi is not None:
+            parts.append(num.decimal_at_most(hi, hi_strict))
+        if any(p is None for p in parts):
+            raise SchemaError("no number satisfies the bounds", pointer)
+        result = parts[0] if len(parts) == 1 else boolean.intersect(*parts)
+        if result is None:
+            raise SchemaError(f"no number satisfies the bounds ({lo}..{hi}); minimum > maximum?", pointer)
+        return result
+
+    def _decimal_places(self, lo, lo_strict, hi, hi_strict, places: int, pointer: str, integer: bool):
+        body = num.cat(num.alt(num.EMPTY, num.lit("-")), num.natural_range(0, None),
+                       num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.DIGIT, 1, places))))
+        parts = [body]
+        if lo is not None:
+            parts.append(num.decimal_at_least(lo, lo_strict))
+        if hi is not None:
+            parts.append(num.decimal_at_most(hi, hi_strict))
+        result = boolean.intersect(*parts) if len(parts) > 1 else body
+        if result is None:
+            raise SchemaError("no number satisfies the bounds and multipleOf", pointer)
+        return result
+
+    def _bounds(self, schema: dict, pointer: str):
+        def num_of(key):
+            v = schema.get(key)
+            if v is None or isinstance(v, bool):
+                return None
+            if not isinstance(v, (int, float)):
+                raise SchemaError(f"{key} must be a number", f"{pointer}/{key}")
+            return Decimal(str(v))
+
+        lo, hi = num_of("minimum"), num_of("maximum")
+        lo_strict = hi_strict = False
+        emin, emax = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        if isinstance(emin, bool):  # draft 4
+            lo_strict = emin and lo is not None
+        elif emin is not None:
+            e = num_of("exclusiveMinimum")
+            if lo is None or e >= lo:
+                lo, lo_strict = e, True
+        if isinstance(emax, bool):
+            hi_strict = emax and hi is not None
+        elif emax is not None:
+            e = num_of("exclusiveMaximum")
+            if hi is None or e <= hi:
+                hi, hi_strict = e, True
+        if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_strict or hi_strict))):
+            raise SchemaError(f"the bounds are contradictory (minimum {lo} > maximum {hi}): no number satisfies them",
+                              pointer)
+        return lo, lo_strict, hi, hi_strict
+
+    def _string(self, schema: dict, pointer: str):
+        min_len = _int_keyword(schema, "minLength", 0, pointer)
+        max_len = _int_keyword(schema, "maxLength", None, pointer)
+        for key, v in (("minLength", min_len), ("maxLength", max_len)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+        if max_len is not None and min_len > max_len:
+            raise SchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
+        parts = []
+        if min_len or max_len is not None:
+            parts.append(js.string_of_length(min_len, max_len))
+        patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
+        for pat in patterns:
+            parts.append(self._pattern_string(pat, pointer + "/pattern"))
+        formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
+        for fmt in formats if self.opt.formats == "assert" else ():
+            if fmt in FORMATS:
+                parts.append(_format_string(fmt))
+            else:
+                self.refuse("format", pointer + "/format", f"format {fmt!r} is not one of {sorted(FORMATS)}")
+        if not parts:
+            return js.string_of_length()
+        if len(parts) == 1:
+            return parts[0]
+        result = boolean.intersect(*parts)
+        if result is None:
+            raise SchemaError("no string satisfies the constraints together", pointer)
+        return result
+
+    def _pattern_string(self, pattern: Any, pointer: str):
+        if not isinstance(pattern, str):
+            raise SchemaError("pattern must be a string", pointer)
+        body = pattern
+        anchored_start = body.startswith("^")
+        if anchored_start:
+            body = body[1:]
+        anchored_end = body.endswith("$") and not body.endswith("\\$")
+        if anchored_end:
+            body = body[:-1]
+        try:
+            ast = parse_regex(body, re.ASCII)
+        except RegexError as e:
+            self.refuse("pattern", pointer, str(e).splitlines()[0])
+            return js.string_of_length()
+        anything = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
+        decoded = num.cat(*( ([] if anchored_start else [anything]) + [ast] + ([] if anchored_end else [anything])))
+        return num.cat(js.QUOTE, js.spell_decoded(decoded), js.QUOTE)
+
+    # ------------------------------------------------------------------ enum / const
+    def _enum(self, schema: dict, pointer: str):
+        if "const" in schema:
+            candidates = [schema["const"]]
+        else:
+            candidates = schema["enum"]
+            if not isinstance(candidates, list):
+                raise SchemaError("enum must be an array", pointer + "/enum")
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        if rest:
+            candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
+        pieces = [self._literal(c) for c in candidates]
+        if not pieces:
+            raise SchemaError("no enum/const value satisfies the rest of the schema", pointer)
+        return num.alt(*_dedupe(pieces))
+
+    def _literal(self, value: Any):
+        w = self.w()
+        if isinstance(value, dict):
+            if not value:
+                return num.cat(num.lit("{"), w, num.lit("}"))
+            members = [num.cat(js.string_literal(k), w, num.lit(":"), w, self._literal(v)) for k, v in value.items()]
+            orders = [members]
+            if self.opt.property_order == "any" and 1 < len(members) <= 5:
+                import itertools
+
+                orders = [list(p) for p in itertools.permutations(members)]
+            options = []
+            for order in orders:
+                parts = [num.lit("{"), w]
+                for i, m in enumerate(order):
+                    if i:
+                        parts += [w, num.lit(","), w]
+                    parts.append(m)
+                options.append(num.cat(*parts, w, num.lit("}")))
+            return num.alt(*options)
+        if isinstance(value, list):
+            if not value:
+                return num.cat(num.lit("["), w, num.lit("]"))
+            parts = [num.lit("["), w]
+            for i, v in enumerate(value):
+                if i:
+                    parts += [w, num.lit(","), w]
+                parts.append(self._literal(v))
+            return num.cat(*parts, w, num.lit("]"))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and abs(value) < 1e16:
+            # 1 == 1.0 in JSON Schema: the integer spelling with an optional zero fraction
+            zero_fraction = num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None)))
+            return num.cat(num.lit(json.dumps(int(value))), zero_fraction)
+        return num.lit(json.dumps(value, ensure_ascii=False))
+
+    # ------------------------------------------------------------------ objects
+    def _object(self, schema: dict, pointer: str):
+        props = schema.get("properties", {})
+        if not isinstance(props, dict):
+            raise SchemaError("properties must be an object", pointer + "/properties")
+        required = schema.get("required", [])
+        if not isinstance(required, list):
+            raise SchemaError("required must be an array", pointer + "/required")
+        for key in ("unevaluatedProperties", "dependentSchemas", "dependencies", "dependentRequired"):
+            if key in schema:
+                self.refuse(key, f"{pointer}/{key}")
+        for key in ("minProperties", "maxProperties"):
+            if key in schema:
+                self.refuse(key, f"{pointer}/{key}", "property counts are not enforced yet")
+        if "propertyNames" in schema and schema["propertyNames"] not in (True, {}):
+            self.refuse("propertyNames", pointer + "/propertyNames")
+        pattern_props = schema.get("patternProperties", {})
+        additional = schema.get("additionalProperties", None if self.opt.strict else True)
+        if additional is None:
+            additional = False if props or pattern_props else True
+        w = self.w()
+        declared = []
+        for name, sub in props.items():
+            piece = self.value(sub, f"{pointer}/properties/{_esc(name)}")
+            is_required = name in required
+            if piece is None:
+                if is_required:
+                    raise SchemaError(f"required property {name!r} has a false schema", pointer)
+                continue
+            declared.append((name, piece, is_required))
+        missing = [r for r in required if r not in props]
+        extra_key = None
+        extra_value = None
+        if pattern_props:
+            if additional not in (False, None) or len(pattern_props) > 1:
+                self.refuse("patternProperties", pointer + "/patternProperties",
+                            "only a single patternProperties entry without additionalProperties is supported")
+            if pattern_props:
+                pat, sub = next(iter(pattern_props.items()))
+                key_lang = self._pattern_string(pat, f"{pointer}/patternProperties/{_esc(pat)}")
+                extra_key = boolean.difference(key_lang, num.alt(*[js.string_literal(n) for n in props] or [None]))
+                extra_value = self.value(sub, f"{pointer}/patternProperties/{_esc(pat)}")
+        elif additional is not False:
+            key_lang = js.string_of_length()
+            extra_key = boolean.difference(key_lang, num.alt(*[js.string_literal(n) for n in props]) if props else None) \
+                if props else key_lang
+            extra_value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
+        for name in missing:
+            if extra_key is None or extra_value is None:
+                raise SchemaError(f"required property {name!r} is not allowed by the schema", pointer + "/required")
+        if missing:
+            self.refuse("required", pointer + "/required",
+                        f"required properties {missing} are not declared in 'properties'")
+        extra_member = None
+        if extra_key is not None and extra_value is not None:
+            extra_member = [extra_key, w, num.lit(":"), w, extra_value]
+        if self.opt.property_order == "any" and len(declared) > 1:
+            return self._object_any_order(declared, extra_member, pointer)
+        return self._object_schema_order(declared, extra_member, pointer)
+
+    def _object_schema_order(self, declared, extra_member, pointer: str):
+        """``{`` declared members in schema order (optional ones skippable), then extra members ``}``."""
+        w = self.w()
+        comma = [w, num.lit(","), w]
+        # tail(first): extra members; first=True means no member was written yet
+        tail = {}
+        if extra_member is not None:
+            more = self.rule(f"extra*@{pointer}", [[]])  # placeholder for left-recursive list
+            self.rules.append((~more, self.seq(comma + extra_member + [more])))
+            tail[True] = [self.rule(f"extra@{pointer}", [[], extra_member + [more]])]
+            tail[False] = [more]
+        else:
+            tail[True] = tail[False] = []
+        # suffix[i][first]: members i.. given whether anything was written before
+        suffix = {(len(declared), True): tail[True], (len(declared), False): tail[False]}
+        for i in range(len(declared) - 1, -1, -1):
+            name, piece, req = declared[i]
+            member = [js.string_literal(name), w, num.lit(":"), w, piece]
+            for first in (True, False):
+                lead = [] if first else comma
+                alts = []
+                if suffix[(i + 1, False)] is not None:
+                    alts.append(lead + member + suffix[(i + 1, False)])
+                if not req and suffix[(i + 1, first)] is not None:
+                    alts.append(suffix[(i + 1, first)])
+                sym = self.rule(f"members{i}{'f' if first else 'n'}@{pointer}", alts)
+                suffix[(i, first)] = [sym] if sym is not None else None
+        body = suffix[(0, True)]
+        if body is None:
+            return None
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w] + body + [w, num.lit("}")]])
+
+    def _object_any_order(self, declared, extra_member, pointer: str):
+        """Members in any order: one nonterminal per (set of declared properties used, first?)."""
+        n = len(declared)
+        if n > self.opt.max_any_order_properties:
+            raise UnsupportedSchemaError("properties", pointer,
+                                         f"property_order='any' supports at most {self.opt.max_any_order_properties} "
+                                         f"declared properties here ({n}); use property_order='schema'")
+        w = self.w()
+        comma = [w, num.lit(","), w]
+        required_mask = sum(1 << i for i, (_, _, r) in enumerate(declared) if r)
+        syms = {(used, first): self.new_nt(f"anyorder{used}{'f' if first else 'n'}@{pointer}")
+                for used in range(1 << n) for first in (True, False)}
+        for (used, first), sym in syms.items():
+            lead = [] if first else comma
+            alts = []
+            if used & required_mask == required_mask:
+                alts.append([])
+            for i, (name, piece, _) in enumerate(declared):
+                if not used & (1 << i):
+                    alts.append(lead + [js.string_literal(name), w, num.lit(":"), w, piece, syms[(used | 1 << i, False)]])
+            if extra_member is not None:
+                alts.append(lead + extra_member + [syms[(used, False)]])
+            for a in alts:
+                seq = self.seq(a)
+                if seq is not None:
+                    self.rules.append((~sym, seq))
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, True)], w, num.lit("}")]])
+
+    # ------------------------------------------------------------------ arrays
+    def _array(self, schema: dict, pointer: str):
+        for key in ("uniqueItems",):
+            if schema.get(key):
+                self.refuse(key, f"{pointer}/{key}", "uniqueness of items is not a context-free property")
+        if "unevaluatedItems" in schema:
+            self.refuse("unevaluatedItems", pointer + "/unevaluatedItems")
+        prefix = schema.get("prefixItems")
+        items = schema.get("items", None)
+        if isinstance(items, list):  # draft 7 tuple form
+            prefix, items = items, schema.get("additionalItems", True)
+            if self.opt.strict and "additionalItems" not in schema:
+                items = True
+        if prefix is None:
+            prefix = []
+        if items is None:
+            items = True
+        min_items = _int_keyword(schema, "minItems", 0, pointer)
+        max_items = _int_keyword(schema, "maxItems", None, pointer)
+        for key, v in (("minItems", min_items), ("maxItems", max_items)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+        if max_items is not None and min_items > max_items:
+            raise SchemaError(f"minItems {min_items} > maxItems {max_items}", pointer)
+        w = self.w()
+        comma = [w, num.lit(","), w]
+        prefix_pieces = [self.value(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
+        rest = self.value(items, pointer + "/items")
+        contains = schema.get("contains")
+        if contains is not None:
+            return self._array_contains(schema, prefix_pieces, items, rest, min_items, max_items, pointer)
+        # element i (0-based) must match prefix_pieces[i] if i < len(prefix) else rest
+        limit = max_items
+        n_prefix = len(prefix_pieces)
+
+        def element(i):
+            return prefix_pieces[i] if i < n_prefix else rest
+
+        # tail(i): elements i.. (i >= 1), each preceded by a comma; ends allowed when i >= min_items
+        memo: dict[int, list | None] = {}
+        cap = max(n_prefix, min_items)
+        # unbounded tail after cap: a left-recursive list of rest elements
+        def tail(i: int):
+            if i in memo:
+                return memo[i]
+            if limit is not None and i >= limit:
+                memo[i] = []
+                return []
+            if limit is None and i >= cap:
+                if rest is None:
+                    memo[i] = []
+                    return []
+                loop = self.new_nt(f"items*@{pointer}")
+                self.rules.append((~loop, ()))
+                self.rules.append((~loop, self.seq(comma + [rest, loop])))
+                memo[i] = [loop]
+                return memo[i]
+            alts = []
+            if i >= min_items:
+                alts.append([])
+            el = element(i)
+            if el is not None:
+                nxt = tail(i + 1)
+                if nxt is not None:
+                    alts.append(comma + [el] + nxt)
+            sym = self.rule(f"items{i}@{pointer}", alts)
+            memo[i] = None if sym is None else [sym]
+            return memo[i]
+
+        # build tails from the end to avoid deep recursion
+        top = (limit if limit is not None else cap)
+        for i in range(top, 0, -1):
+            tail(i)
+        alts = []
+        if min_items == 0:
+            alts.append([num.lit("["), w, num.lit("]")])
+        first = element(0)
+        if first is not None and (limit is None or limit > 0):
+            t1 = tail(1)
+            if t1 is not None:
+                alts.append([num.lit("["), w, first] + t1 + [w, num.lit("]")])
+        return self.rule(f"array@{pointer}", alts)
+
+    def _array_contains(self, schema, prefix_pieces, items, rest, min_items, max_items, pointer):
+        if prefix_pieces:
+            self.refuse("contains", pointer + "/contains", "contains together with prefixItems")
+        if "maxContains" in schema:
+            self.refuse("maxContains", pointer + "/maxContains")
+        if max_items is not None or min_items:
+            self.refuse("contains", pointer + "/contains", "contains together with minItems/maxItems")
+        need = schema.get("minContains", 1)
+        if not isinstance(need, (int, float)) or isinstance(need, bool) or need < 0 or need != int(need):
+            raise SchemaError("minContains must be a non-negative integer", pointer + "/minContains")
+        need = int(need)
+        if need == 0:
+            return self._array({k: v for k, v in schema.items() if k not in ("contains", "minContains")}, pointer)
+        contains = self.refs.deref(schema["contains"], pointer + "/contains")
+        items_schema = self.refs.deref(items, pointer + "/items")
+        hit = self.value(self._merge([items_schema, contains], pointer) if items_schema is not True else contains,
+                         pointer + "/contains")
+        if hit is None:
+            raise SchemaError("no item can satisfy contains", pointer + "/contains")
+        w = self.w()
+        comma = [w, num.lit(","), w]
+        # after(k): the rest of the array when k more hits are still needed, after a first element
+        after: dict[int, int | None] = {}
+        for k in range(0, need + 1):
+            sym = self.new_nt(f"contains{k}@{pointer}")
+            after[k] = sym
+        for k in range(0, need + 1):
+            sym = after[k]
+            if k == 0:
+                self.rules.append((~sym, ()))
+            if rest is not None:
+                self.rules.append((~sym, self.seq(comma + [rest, sym])))
+            if k > 0:
+                self.rules.append((~sym, self.seq(comma + [hit, after[k - 1]])))
+        alts = [[num.lit("["), w, hit, after[need - 1], w, num.lit("]")]]
+        if rest is not None:
+            alts.append([num.lit("["), w, rest, after[need], w, num.lit("]")])
+        return self.rule(f"array@{pointer}", alts)
+
+    # ------------------------------------------------------------------ combinators
+    def _merge(self, schemas: list, pointer: str) -> Any:
+        """allOf: one schema whose instances are those of every part (exact or refused)."""
+        from constrain.json_schema.merge import merge_schemas
+
+        return merge_schemas(schemas, pointer, self)
+
+    def _disjoint(self, branches, pointer: str) -> bool:
+        from constrain.json_schema.merge import branches_disjoint
+
+        return branches_disjoint([self.refs.deref(b, pointer) for b in branches])
+
+    def _not(self, schema: dict, pointer: str):
+        neg = self.refs.deref(schema["not"], pointer + "/not")
+        rest = {k: v for k, v in schema.items() if k != "not"}
+        if neg is True or neg == {}:
+            return None
+        if neg is False:
+            return self.value(rest or True, pointer)
+        if isinstance(neg, dict) and set(neg) - ANNOTATIONS <= {"type"}:
+            banned = neg["type"] if isinstance(neg["type"], list) else [neg["type"]]
+            allowed = [t for t in self._types(rest, pointer) if t not in banned]
+            if "integer" in banned and "number" in allowed:
+                self.refuse("not", pointer + "/not", "'not integer' among numbers")
+            if not allowed:
+                return None
+            return self.value(dict(rest, type=allowed), pointer)
+        if isinstance(neg, dict) and set(neg) - ANNOTATIONS <= {"enum", "const"} and rest.get("type") == "string" \
+                and all(isinstance(v, str) for v in (neg.get("enum") or [neg.get("const")])):
+            base = self.value(rest, pointer)
+            if _ast(base):
+                banned = num.alt(*[js.string_literal(v) for v in (neg.get("enum") or [neg.get("const")])])
+                return boolean.difference(base, banned)
+        self.refuse("not", pointer + "/not", "only 'not' of types, or of string enums under type string")
+        return self.value(rest or True, pointer)
+
+    def _if(self, schema: dict, pointer: str):
+        self.refuse("if", pointer + "/if", "conditional schemas are not compiled yet")
+        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
+        return self.value(rest or True, pointer)
+
+
+_FORMAT_CACHE: dict[str, tuple] = {}
+
+
+def _format_string(fmt: str):
+    """The JSON string AST of a format (built once per process: some are large)."""
+    if fmt not in _FORMAT_CACHE:
+        _FORMAT_CACHE[fmt] = num.cat(js.QUOTE, js.spell_decoded(parse_regex(FORMATS[fmt])), js.QUOTE)
+    return _FORMAT_CACHE[fmt]
+
+
+def _multiple_of(k: int):
+    """Integers (JSON spelling) divisible by k, as a DFA leaf: states are residues."""
+    import numpy as np
+
+    from constrain.regex.automaton import DFA
+
+    k = abs(k)
+    # states: 0 start, 1 after '-', 2+r residue r after >=1 digit (no leading zero), zero states
+    n = 2 + k + 2
+    zero, neg_zero = 2 + k, 3 + k
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    for src in (0, 1):
+        trans[src, ord("0")] = zero if src == 0 else neg_zero
+        for d in range(1, 10):
+            trans[src, 48 + d] = 2 + d % k
+    trans[0, ord("-")] = 1
+    for r in range(k):
+        for d in range(10):
+            trans[2 + r, 48 + d] = 2 + (r * 10 + d) % k
+    accepting = np.zeros(n, dtype=bool)
+    accepting[2] = accepting[zero] = accepting[neg_zero] = True
+    return ("dfa", DFA(trans=trans, accepting=accepting))
+
+
+def _int_keyword(schema: dict, key: str, default, pointer: str):
+    """A count keyword (minLength, maxItems, ...): a non-negative integer, 2.0 counting as 2."""
+    v = schema.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
+        raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+    return int(v)
+
+
+def _dedupe(pieces):
+    seen, out = set(), []
+    for p in pieces:
+        key = repr(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
+
+
+def _has_dfa(ast) -> bool:
+    if ast[0] == "dfa":
+        return True
+    if ast[0] in ("cat", "alt"):
+        return any(_has_dfa(c) for c in ast[1])
+    if ast[0] == "rep":
+        return _has_dfa(ast[1])
+    return False
+
+
+def _esc(name: str) -> str:
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def schema_to_cfg(schema: Any, options: SchemaOptions | None = None) -> CFG:
+    """Compile a JSON Schema (dict or bool) into the grammar IR."""
+    options = options or SchemaOptions()
+    b = _Builder(schema, options)
+    piece = b.value(schema, "#")
+    if piece is None:
+        raise SchemaError("the schema allows no instance at all", "#")
+    start = b.rule("document", [[piece]])
+    return CFG(terminals=b.terminals, terminal_names=b.terminal_names, nonterminal_names=b.nt_names,
+               rules=b.rules, start=~start, ignore=frozenset(), source="json-schema")

@@ -1,0 +1,249 @@
+"""``allOf`` as one schema, and the disjointness test that makes ``oneOf`` exact.
+
+Merging is keyword by keyword: types intersect, bounds tighten, required sets unite, the same
+property under both parts becomes an ``allOf`` of the two, enums intersect, patterns and formats
+accumulate. Anything whose combination cannot be expressed is refused with its pointer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+_MAX_KEYS = {"maximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
+_MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
+
+
+def merge_schemas(schemas: list, pointer: str, builder) -> Any:
+    out: dict = {}
+    parts = []
+    for s in schemas:
+        s = builder.refs.deref(s, pointer)
+        if s is False:
+            return False
+        if s is True or s == {}:
+            continue
+        if isinstance(s, dict) and "allOf" in s:
+            parts.extend(builder.refs.deref(x, pointer) for x in s["allOf"])
+            s = {k: v for k, v in s.items() if k != "allOf"}
+        if isinstance(s, dict) and "$ref" in s:
+            target = builder.refs.resolve(s["$ref"], pointer)[1]
+            parts.append(target)
+            s = {k: v for k, v in s.items() if k != "$ref"}
+        parts.append(s)
+    # parts may themselves hold allOf after the expansion above: flatten once more
+    flat = []
+    for s in parts:
+        if s is False:
+            return False
+        if s is True or s == {}:
+            continue
+        if "allOf" in s:
+            return merge_schemas(parts, pointer, builder)  # pragma: no cover - nested allOf
+        flat.append(s)
+    structural = {"properties", "additionalProperties", "prefixItems", "items", "additionalItems"}
+    for s in flat:
+        for key, value in s.items():
+            if key not in structural:
+                _merge_key(out, key, value, pointer, builder, flat)
+    _merge_properties(out, flat, pointer, builder)
+    _merge_items(out, flat)
+    return out if out else True
+
+
+def _all_of(constraints: list) -> Any:
+    constraints = [c for c in constraints if c is not True and c != {}]
+    if not constraints:
+        return True
+    return constraints[0] if len(constraints) == 1 else {"allOf": constraints}
+
+
+def _merge_properties(out: dict, parts: list, pointer: str, builder) -> None:
+    """Per property name, the constraint of every part: its own ``properties`` entry, or else its
+    ``additionalProperties`` (which applies exactly to the names that part does not declare)."""
+    if not any("properties" in p or "additionalProperties" in p for p in parts):
+        return
+    owners = [p for p in parts if "patternProperties" in p]
+    if owners and any("additionalProperties" in p and p not in owners for p in parts):
+        builder.refuse("patternProperties", pointer, "allOf mixing patternProperties and another part's additionalProperties")
+    names = list(dict.fromkeys(n for p in parts for n in p.get("properties", {})))
+    props = {}
+    for name in names:
+        cons = []
+        for p in parts:
+            if name in p.get("properties", {}):
+                cons.append(p["properties"][name])
+            elif "additionalProperties" in p:
+                cons.append(p["additionalProperties"])
+        props[name] = False if any(c is False for c in cons) else _all_of(cons)
+    if props:
+        out["properties"] = props
+    extra = [p["additionalProperties"] for p in parts if "additionalProperties" in p]
+    if extra:
+        out["additionalProperties"] = False if any(c is False for c in extra) else _all_of(extra)
+
+
+def _merge_items(out: dict, parts: list) -> None:
+    """Per array index, the constraint of every part (``prefixItems`` entry, else its ``items``)."""
+    shapes = []
+    for p in parts:
+        items = p.get("items")
+        if isinstance(items, list):  # draft 7 tuple form
+            shapes.append((items, p.get("additionalItems")))
+        elif "prefixItems" in p or "items" in p:
+            shapes.append((p.get("prefixItems", []), items))
+    if not shapes:
+        return
+    longest = max(len(prefix) for prefix, _ in shapes)
+    prefix_out = []
+    for i in range(longest):
+        cons = [prefix[i] if i < len(prefix) else rest for prefix, rest in shapes]
+        cons = [c for c in cons if c is not None]
+        prefix_out.append(False if any(c is False for c in cons) else _all_of(cons))
+    rests = [rest for _, rest in shapes if rest is not None]
+    if prefix_out:
+        out["prefixItems"] = prefix_out
+    if rests:
+        out["items"] = False if any(c is False for c in rests) else _all_of(rests)
+
+
+def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: list) -> None:
+    if key not in out:
+        if key == "pattern":
+            out.setdefault("__patterns", []).append(value)
+            return
+        if key == "format":
+            out.setdefault("__formats", []).append(value)
+            return
+        if key == "const":
+            _merge_key(out, "enum", [value], pointer, builder, parts)
+            return
+        out[key] = value
+        return
+    old = out[key]
+    if key == "type":
+        a = set(old) if isinstance(old, list) else {old}
+        b = set(value) if isinstance(value, list) else {value}
+        both = a & b
+        if "integer" in a and "number" in b or "integer" in b and "number" in a:
+            both.add("integer")
+        if not both:
+            out["type"] = []
+        else:
+            out["type"] = sorted(both)
+    elif key in _MAX_KEYS:
+        out[key] = min(old, value)
+    elif key in _MIN_KEYS:
+        out[key] = max(old, value)
+    elif key == "exclusiveMaximum" and not isinstance(value, bool):
+        out[key] = min(old, value)
+    elif key == "exclusiveMinimum" and not isinstance(value, bool):
+        out[key] = max(old, value)
+    elif key == "required":
+        out[key] = list(dict.fromkeys(list(old) + list(value)))
+    elif key == "properties":
+        merged = dict(old)
+        for name, sub in value.items():
+            merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
+        out[key] = merged
+    elif key == "enum":
+        out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
+    elif key in ("items", "additionalProperties", "contains", "propertyNames", "additionalItems", "not"):
+        out[key] = {"allOf": [old, value]}
+    elif key == "multipleOf":
+        if isinstance(old, int) and isinstance(value, int):
+            import math
+
+            out[key] = old * value // math.gcd(old, value)
+        else:
+            builder.refuse("multipleOf", pointer, "allOf of two fractional multipleOf values")
+    elif key in ("anyOf", "oneOf"):
+        out[key] = [{"allOf": [a, b]} for a in old for b in value]
+    elif key == "uniqueItems":
+        out[key] = bool(old) or bool(value)
+    elif old != value:
+        builder.refuse(key, pointer, "allOf of two different values of this keyword")
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON Schema defines it: 1 == 1.0, but true != 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def _types_of(schema: Any) -> set[str] | None:
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return {_json_type(schema["const"])}
+    if "enum" in schema and isinstance(schema["enum"], list):
+        return {_json_type(v) for v in schema["enum"]}
+    t = schema.get("type")
+    if t is None:
+        return None
+    names = set(t) if isinstance(t, list) else {t}
+    if "number" in names:
+        names.add("integer")
+    return names
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "integer" if v == int(v) else "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _values_of(schema: Any) -> list | None:
+    if isinstance(schema, dict):
+        if "const" in schema:
+            return [schema["const"]]
+        if isinstance(schema.get("enum"), list):
+            return schema["enum"]
+    return None
+
+
+def _disjoint_pair(a: Any, b: Any) -> bool:
+    ta, tb = _types_of(a), _types_of(b)
+    if ta is not None and tb is not None:
+        ta2 = ta | ({"number"} if "integer" in ta else set())
+        tb2 = tb | ({"number"} if "integer" in tb else set())
+        if not (ta & tb) and not ({"number", "integer"} & ta2 & tb2 and ("number" in ta or "number" in tb)):
+            return True
+    va, vb = _values_of(a), _values_of(b)
+    if va is not None and vb is not None and not any(_json_equal(x, y) for x in va for y in vb):
+        return True
+    # discriminator: a property required by both whose allowed values never coincide
+    if isinstance(a, dict) and isinstance(b, dict):
+        pa, pb = a.get("properties", {}), b.get("properties", {})
+        for name in set(a.get("required", [])) & set(b.get("required", [])):
+            xa, xb = _values_of(pa.get(name)), _values_of(pb.get(name))
+            if xa is not None and xb is not None and not any(_json_equal(x, y) for x in xa for y in xb):
+                return True
+    return False
+
+
+def branches_disjoint(branches: list) -> bool:
+    """True when no instance can satisfy two branches (so oneOf == anyOf); False = unknown."""
+    for i in range(len(branches)):
+        for j in range(i + 1, len(branches)):
+            if not _disjoint_pair(branches[i], branches[j]):
+                return False
+    return True
+

@@ -1,0 +1,243 @@
+"""Exact regular languages for bounded JSON integers and decimals.
+
+Bounds become digit-by-digit ranges over canonical decimal spellings (no leading zeros), so
+``minimum: 17, maximum: 230`` allows exactly 17..230, not "2-3 digit numbers". Numbers with
+bounds are written without an exponent (``1e2`` is refused there: a documented restriction);
+unbounded numbers allow the full JSON syntax.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from constrain.regex import charset as cs
+
+Node = tuple
+
+DIGIT = ("set", ((48, 57),))
+NONZERO = ("set", ((49, 57),))
+EMPTY: Node = ("cat", ())
+
+
+def lit(text: str) -> Node:
+    return ("cat", tuple(("set", cs.single(ord(c))) for c in text))
+
+
+def cat(*parts: Node) -> Node:
+    flat = []
+    for p in parts:
+        if p[0] == "cat":
+            flat.extend(p[1])
+        else:
+            flat.append(p)
+    return flat[0] if len(flat) == 1 else ("cat", tuple(flat))
+
+
+def alt(*parts: Node) -> Node | None:
+    parts = tuple(p for p in parts if p is not None)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else ("alt", parts)
+
+
+def digits(lo: int, hi: int) -> Node:
+    return ("set", ((48 + lo, 48 + hi),))
+
+
+def rep(node: Node, lo: int, hi: int | None) -> Node:
+    return ("rep", node, lo, hi)
+
+
+# --------------------------------------------------------------------------- integers
+def _same_length(a: str, b: str) -> Node:
+    """Digit strings of len(a) between a and b inclusive (a <= b, equal lengths; leading zeros allowed)."""
+    if not a:
+        return EMPTY
+    if a[0] == b[0]:
+        return cat(lit(a[0]), _same_length(a[1:], b[1:]))
+    rest = len(a) - 1
+    options = []
+    lo_d, hi_d = int(a[0]), int(b[0])
+    if a[1:] == "0" * rest:
+        lo_full = lo_d
+    else:
+        options.append(cat(lit(a[0]), _same_length(a[1:], "9" * rest)))
+        lo_full = lo_d + 1
+    if b[1:] == "9" * rest:
+        hi_full = hi_d
+    else:
+        hi_full = hi_d - 1
+    if lo_full <= hi_full:
+        options.append(cat(digits(lo_full, hi_full), rep(DIGIT, rest, rest)) if rest else digits(lo_full, hi_full))
+    if b[1:] != "9" * rest:
+        options.append(cat(lit(b[0]), _same_length("0" * rest, b[1:])))
+    return alt(*options)
+
+
+def natural_range(lo: int, hi: int | None) -> Node | None:
+    """Canonical decimal spellings of the integers in [lo, hi] (lo >= 0; hi None = unbounded)."""
+    if hi is not None and hi < lo:
+        return None
+    options = []
+    if lo == 0:
+        options.append(lit("0"))
+        lo = 1
+        if hi is not None and hi < 1:
+            return alt(*options)
+    lo_s = str(lo)
+    max_len = None if hi is None else len(str(hi))
+    length = len(lo_s)
+    while max_len is None or length <= max_len:
+        a = lo_s if length == len(lo_s) else "1" + "0" * (length - 1)
+        if hi is not None and length == max_len:
+            b = str(hi)
+        else:
+            b = "9" * length
+        if hi is None and length > len(lo_s):
+            options.append(cat(NONZERO, rep(DIGIT, length - 1, None)))  # every longer number
+            break
+        options.append(_same_length(a, b))
+        length += 1
+    return alt(*options)
+
+
+def integer_range(lo: int | None, hi: int | None) -> Node | None:
+    """JSON integers in [lo, hi]; ``-0`` is allowed wherever 0 is."""
+    parts = []
+    if hi is None or hi >= 0:
+        parts.append(natural_range(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        neg_hi = None if lo is None else -lo  # magnitudes of the negative numbers
+        neg_lo = 1 if hi is None or hi >= 0 else -hi
+        mags = natural_range(neg_lo, neg_hi)
+        if mags is not None:
+            parts.append(cat(lit("-"), mags))
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        parts.append(lit("-0"))
+    return alt(*parts)
+
+
+# --------------------------------------------------------------------------- decimals
+PLUS_DIGITS = rep(DIGIT, 1, None)
+ANY_DIGITS = rep(DIGIT, 0, None)
+
+
+def _ge(g: str, strict: bool) -> tuple[bool, Node | None]:
+    """Digit strings r with 0.r >= 0.g (> when strict): (empty r allowed, nonempty language)."""
+    g = g.rstrip("0")
+    if not g:
+        return (False, cat(ANY_DIGITS, NONZERO, ANY_DIGITS)) if strict else (True, PLUS_DIGITS)
+    head = int(g[0])
+    options = []
+    if head < 9:
+        options.append(cat(digits(head + 1, 9), ANY_DIGITS))
+    empty_ok, rest = _ge(g[1:], strict)
+    tail = alt(EMPTY if empty_ok else None, rest)
+    if tail is not None:
+        options.append(cat(lit(g[0]), tail))
+    return False, alt(*options)
+
+
+def _le(g: str, strict: bool) -> tuple[bool, Node | None]:
+    """Digit strings r with 0.r <= 0.g (< when strict): (empty r allowed, nonempty language)."""
+    g = g.rstrip("0")
+    if not g:
+        return (False, None) if strict else (True, rep(lit("0"), 1, None))
+    head = int(g[0])
+    options = []
+    if head > 0:
+        options.append(cat(digits(0, head - 1), ANY_DIGITS))
+    empty_ok, rest = _le(g[1:], strict)
+    tail = alt(EMPTY if empty_ok else None, rest)
+    if tail is not None:
+        options.append(cat(lit(g[0]), tail))
+    return True, alt(*options)
+
+
+def _suffix(spec: tuple[bool, Node | None]) -> Node | None:
+    """JSON fraction suffixes ("" or "." digits) whose digits satisfy ``spec``."""
+    empty_ok, nonempty = spec
+    return alt(EMPTY if empty_ok else None, cat(lit("."), nonempty) if nonempty is not None else None)
+
+
+ANY_SUFFIX = _suffix((True, PLUS_DIGITS))
+
+
+def _magnitude_at_least(m: Decimal, strict: bool) -> Node | None:
+    """Non-negative spellings ``int(.frac)?`` with value >= m (> when strict), m >= 0."""
+    i, f = _split(m)
+    options = [cat(natural_range(i + 1, None), ANY_SUFFIX)]
+    same = _suffix(_ge(f, strict))
+    if same is not None:
+        options.append(cat(natural_range(i, i), same))
+    return alt(*options)
+
+
+def _magnitude_at_most(m: Decimal, strict: bool) -> Node | None:
+    """Non-negative spellings with value <= m (< when strict), m >= 0."""
+    i, f = _split(m)
+    options = []
+    if i > 0:
+        options.append(cat(natural_range(0, i - 1), ANY_SUFFIX))
+    same = _suffix(_le(f, strict))
+    if same is not None:
+        options.append(cat(natural_range(i, i), same))
+    return alt(*options)
+
+
+def _split(value: Decimal) -> tuple[int, str]:
+    """Non-negative decimal -> (integer part, fraction digits)."""
+    text = f"{value:f}"
+    if "." in text:
+        i, f = text.split(".")
+        return int(i), f
+    return int(text), ""
+
+
+def decimal_at_least(m: Decimal, strict: bool) -> Node | None:
+    """JSON numbers without exponent whose value is >= m (> when strict)."""
+    if m > 0 or (m == 0 and strict):
+        return _magnitude_at_least(m, strict)
+    # every non-negative number, and negatives with magnitude <= |m| (< when strict)
+    neg = _magnitude_at_most(-m, strict)
+    return alt(cat(natural_range(0, None), ANY_SUFFIX), cat(lit("-"), neg) if neg is not None else None)
+
+
+def decimal_at_most(m: Decimal, strict: bool) -> Node | None:
+    """JSON numbers without exponent whose value is <= m (< when strict)."""
+    if m < 0 or (m == 0 and strict):
+        mag = _magnitude_at_least(-m, strict)
+        return cat(lit("-"), mag) if mag is not None else None
+    pos = _magnitude_at_most(m, strict)
+    return alt(pos, cat(lit("-"), natural_range(0, None), ANY_SUFFIX))
+
+
+JSON_NUMBER = cat(
+    alt(EMPTY, lit("-")), alt(lit("0"), cat(NONZERO, ANY_DIGITS)),
+    alt(EMPTY, cat(lit("."), PLUS_DIGITS)),
+    alt(EMPTY, cat(("set", ((69, 69), (101, 101))), alt(EMPTY, ("set", ((43, 43), (45, 45)))), PLUS_DIGITS)),
+)
+JSON_INTEGER = integer_range(None, None)
+
+
+def parse_bound(value) -> Decimal:
+    try:
+        return Decimal(str(value))
+    except InvalidOperation as e:  # pragma: no cover - schemas hold numbers
+        raise ValueError(f"not a number: {value!r}") from e
+
+
+def accepts_empty(node: Node) -> bool:
+    """Whether a regex AST matches the empty string."""
+    kind = node[0]
+    if kind == "set":
+        return False
+    if kind == "cat":
+        return all(accepts_empty(c) for c in node[1])
+    if kind == "alt":
+        return any(accepts_empty(c) for c in node[1])
+    if kind == "rep":
+        return node[2] == 0 or accepts_empty(node[1])
+    if kind == "dfa":
+        return bool(node[1].accepting[node[1].start])
+    raise AssertionError(kind)

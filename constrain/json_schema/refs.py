@@ -1,0 +1,101 @@
+"""Local ``$ref`` resolution: JSON pointers, ``$defs``/``definitions``, ``$id`` and ``$anchor``.
+
+Remote references are refused (a grammar compiler must not fetch from the network); a
+reference that points nowhere is a ``SchemaError`` naming the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import unquote, urljoin, urldefrag
+
+from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
+
+
+class RefResolver:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.base = root.get("$id", "") if isinstance(root, dict) else ""
+        self._ids: dict[str, str] = {}  # absolute $id or base#anchor -> JSON pointer
+        self._index(root, "#", self.base)
+        self._validator = None
+
+    def _index(self, node: Any, pointer: str, base: str) -> None:
+        if isinstance(node, dict):
+            node_id = node.get("$id") if isinstance(node.get("$id"), str) else None
+            if node_id:
+                base = urljoin(base, node_id) if base else node_id
+                self._ids.setdefault(urldefrag(base)[0], pointer)
+            for key in ("$anchor", "$dynamicAnchor"):
+                if isinstance(node.get(key), str):
+                    self._ids.setdefault(f"{urldefrag(base)[0]}#{node[key]}", pointer)
+            for k, v in node.items():
+                if k in ("enum", "const", "examples", "default"):
+                    continue
+                self._index(v, f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}", base)
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                self._index(v, f"{pointer}/{i}", base)
+
+    def pointer_get(self, pointer: str) -> Any:
+        node = self.root
+        if pointer in ("#", ""):
+            return node
+        for part in pointer.lstrip("#").lstrip("/").split("/"):
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                raise KeyError(part)
+        return node
+
+    def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
+        if not isinstance(ref, str):
+            raise SchemaError("$ref must be a string", at + "/$ref")
+        target = urljoin(self.base, ref) if self.base else ref
+        doc, frag = urldefrag(target)
+        if doc and doc != urldefrag(self.base)[0]:
+            pointer = self._ids.get(doc)
+            if pointer is None:
+                raise UnsupportedSchemaError("$ref", at + "/$ref", f"remote reference {ref!r} (only local references)")
+            if frag:
+                if frag.startswith("/"):
+                    pointer = pointer + frag
+                else:
+                    pointer = self._ids.get(f"{doc}#{frag}")
+                    if pointer is None:
+                        raise SchemaError(f"$ref {ref!r} points to an unknown anchor", at + "/$ref")
+        elif frag and not frag.startswith("/"):
+            pointer = self._ids.get(f"{urldefrag(self.base)[0]}#{frag}")
+            if pointer is None:
+                raise SchemaError(f"$ref {ref!r} points to an unknown anchor", at + "/$ref")
+        else:
+            pointer = "#" + frag
+        try:
+            return pointer, self.pointer_get(pointer)
+        except KeyError:
+            raise SchemaError(f"dangling $ref {ref!r}: nothing at {pointer}", at + "/$ref") from None
+
+    def deref(self, schema: Any, at: str) -> Any:
+        """Follow a schema that is only a ``$ref`` (plus annotations); others come back unchanged."""
+        seen = set()
+        while isinstance(schema, dict) and "$ref" in schema and all(
+                k in ("$ref", "title", "description", "$comment", "default", "examples") for k in schema):
+            ptr, schema = self.resolve(schema["$ref"], at)
+            if ptr in seen:
+                raise SchemaError("a $ref cycle that never reaches a schema", at)
+            seen.add(ptr)
+            at = ptr
+        return schema
+
+    def is_valid(self, instance: Any, schema: Any) -> bool:
+        """Validate against a subschema with this document's references (jsonschema is the oracle)."""
+        import jsonschema
+
+        if self._validator is None:
+            cls = jsonschema.validators.validator_for(self.root if isinstance(self.root, dict) else {},
+                                                      default=jsonschema.Draft202012Validator)
+            self._validator = cls(self.root, format_checker=cls.FORMAT_CHECKER)
+        return self._validator.evolve(schema=schema).is_valid(instance)

@@ -1,0 +1,78 @@
+"""JSON string literals as regex ASTs: characters, escapes, length bounds, patterns and formats.
+
+A schema constrains the *decoded* string; the DFA runs over its JSON spelling. Each decoded
+character class becomes the alternation of its spellings: the raw UTF-8 character where JSON
+allows it raw, ``\\"`` ``\\\\`` ``\\/`` ``\\b\\f\\n\\r\\t`` where those apply, and ``\\u00XX`` for the
+other control characters. Other ``\\uXXXX`` spellings of ordinary characters are not generated
+(a documented restriction of the spellings, never of the decoded values).
+"""
+
+from __future__ import annotations
+
+import json
+
+from constrain.json_schema.numbers import alt, cat, lit, rep
+from constrain.regex import charset as cs
+
+QUOTE = lit('"')
+_SHORT_ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+_RAW_FORBIDDEN = cs.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
+HEX = ("set", ((48, 57), (65, 70), (97, 102)))
+
+
+def _intersect(a: cs.Ranges, b: cs.Ranges) -> cs.Ranges:
+    return cs.negate(cs.union(cs.negate(a), cs.negate(b)))
+
+
+def _minus(a: cs.Ranges, b: cs.Ranges) -> cs.Ranges:
+    return _intersect(a, cs.negate(b))
+
+
+def char_spellings(ranges: cs.Ranges):
+    """AST of every JSON spelling of one character from ``ranges``."""
+    options = []
+    raw = _minus(ranges, _RAW_FORBIDDEN)
+    if raw:
+        options.append(("set", raw))
+    special = _intersect(ranges, cs.normalize(list(_RAW_FORBIDDEN) + [(0x2F, 0x2F)]))
+    for lo, hi in special:
+        for cp in range(lo, hi + 1):
+            if cp in _SHORT_ESCAPES:
+                options.append(lit(_SHORT_ESCAPES[cp]))
+            if cp < 0x20:
+                # \\u00XX with either hex case
+                h = f"{cp:04x}"
+                options.append(cat(lit("\\u00"), _hex_digit(h[2]), _hex_digit(h[3])))
+    return alt(*options)
+
+
+def _hex_digit(d: str):
+    if d.isdigit():
+        return lit(d)
+    return ("set", cs.normalize([(ord(d.lower()), ord(d.lower())), (ord(d.upper()), ord(d.upper()))]))
+
+
+ANY_CHAR = char_spellings(cs.ANY)
+
+
+def string_literal(value: str):
+    """Exactly the canonical JSON spelling of ``value`` (json.dumps with ensure_ascii=False)."""
+    return lit(json.dumps(value, ensure_ascii=False))
+
+
+def string_of_length(min_len: int = 0, max_len: int | None = None):
+    """Any JSON string whose decoded length (code points) is within the bounds."""
+    return cat(QUOTE, rep(ANY_CHAR, min_len, max_len), QUOTE)
+
+
+def spell_decoded(node):
+    """Map a regex AST over decoded characters to the AST of its JSON spellings (string body)."""
+    kind = node[0]
+    if kind == "set":
+        spelled = char_spellings(node[1])
+        return spelled if spelled is not None else ("set", ())
+    if kind in ("cat", "alt"):
+        return (kind, tuple(spell_decoded(c) for c in node[1]))
+    if kind == "rep":
+        return ("rep", spell_decoded(node[1]), node[2], node[3])
+    raise AssertionError(f"cannot spell node {kind}")
