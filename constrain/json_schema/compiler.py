@@ -79,6 +79,7 @@ class _Builder:
         self.nt_names: list[str] = []
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self._memo: dict[str, int] = {}
+        self._merging: set[str] = set()
         self._any: int | None = None
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
@@ -206,12 +207,39 @@ class _Builder:
 
     def _value(self, schema: dict, pointer: str):
         if "allOf" in schema:
+            if pointer in self._merging:
+                self.refuse("allOf", pointer + "/allOf", "a recursive allOf cannot be merged into one schema")
+                return self.any_value()
+            self._merging.add(pointer)
+            try:
+                return self._all_of(schema, pointer)
+            finally:
+                self._merging.discard(pointer)
+        return self._value_rest(schema, pointer)
+
+    def _all_of(self, schema: dict, pointer: str):
+        if True:
             parts = schema["allOf"]
             if not isinstance(parts, list) or not parts:
                 raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
             rest = {k: v for k, v in schema.items() if k != "allOf"}
             resolved = [self.refs.deref(p, f"{pointer}/allOf/{i}") for i, p in enumerate(parts)]
-            return self.value(self._merge(resolved + [rest], pointer), pointer + "/allOf")
+            merged = self._merge(resolved + [rest], pointer)
+            if not isinstance(merged, dict):
+                return self.value(merged, pointer + "/allOf")
+            # the same merged schema met again (recursion through allOf + $ref) reuses its nonterminal
+            key = "merge:" + json.dumps(merged, sort_keys=True, default=str)
+            if key in self._memo:
+                return self._memo[key]
+            sym = self.new_nt(f"allOf@{pointer}")
+            self._memo[key] = sym
+            piece = self.value(merged, pointer + "/allOf")
+            if piece is None:
+                return None
+            self.rules.append((~sym, self.seq([piece])))
+            return sym
+
+    def _value_rest(self, schema: dict, pointer: str):
         for key in ("anyOf", "oneOf"):
             if key in schema:
                 branches = schema[key]
@@ -384,8 +412,10 @@ class _Builder:
         for fmt in formats if self.opt.formats == "assert" else ():
             if fmt in FORMATS:
                 parts.append(_format_string(fmt))
-            else:
-                self.refuse("format", pointer + "/format", f"format {fmt!r} is not one of {sorted(FORMATS)}")
+            elif fmt in _checked_formats():
+                self.refuse("format", pointer + "/format",
+                            f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
+            # formats no validator knows are annotations (the specification says so): nothing to enforce
         if not parts:
             return js.string_of_length()
         if len(parts) == 1:
@@ -396,23 +426,25 @@ class _Builder:
         return result
 
     def _pattern_string(self, pattern: Any, pointer: str):
+        """Strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search).
+
+        Each top-level alternative keeps its own ``^``/``$``; anchors anywhere else are refused."""
         if not isinstance(pattern, str):
             raise SchemaError("pattern must be a string", pointer)
-        body = pattern
-        anchored_start = body.startswith("^")
-        if anchored_start:
-            body = body[1:]
-        anchored_end = body.endswith("$") and not body.endswith("\\$")
-        if anchored_end:
-            body = body[:-1]
+        anything = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
+        branches = []
         try:
-            ast = parse_regex(body, re.ASCII)
+            for alt in _top_level_alternatives(pattern):
+                start = alt.startswith("^")
+                body = alt[1:] if start else alt
+                end = body.endswith("$") and not _escaped_at_end(body)
+                body = body[:-1] if end else body
+                ast = parse_regex(body, re.ASCII, allow_anchors=False)
+                branches.append(num.cat(*(([] if start else [anything]) + [ast] + ([] if end else [anything]))))
         except RegexError as e:
             self.refuse("pattern", pointer, str(e).splitlines()[0])
             return js.string_of_length()
-        anything = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
-        decoded = num.cat(*( ([] if anchored_start else [anything]) + [ast] + ([] if anchored_end else [anything])))
-        return num.cat(js.QUOTE, js.spell_decoded(decoded), js.QUOTE)
+        return num.cat(js.QUOTE, js.spell_decoded(num.alt(*branches)), js.QUOTE)
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
@@ -512,16 +544,16 @@ class _Builder:
             extra_key = boolean.difference(key_lang, num.alt(*[js.string_literal(n) for n in props]) if props else None) \
                 if props else key_lang
             extra_value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
-        for name in missing:
-            if extra_key is None or extra_value is None:
+        for name in missing:  # required but undeclared: it must appear, with the extra-property schema
+            if extra_key is None or extra_value is None or not _key_allowed(extra_key, name):
                 raise SchemaError(f"required property {name!r} is not allowed by the schema", pointer + "/required")
-        if missing:
-            self.refuse("required", pointer + "/required",
-                        f"required properties {missing} are not declared in 'properties'")
+            declared.append((name, extra_value, True))
+        if missing and extra_key is not None:
+            extra_key = boolean.difference(extra_key, num.alt(*[js.string_literal(n) for n in missing]))
         extra_member = None
         if extra_key is not None and extra_value is not None:
             extra_member = [extra_key, w, num.lit(":"), w, extra_value]
-        if self.opt.property_order == "any" and len(declared) > 1:
+        if self.opt.property_order == "any" and (len(declared) > 1 or (declared and extra_member is not None)):
             return self._object_any_order(declared, extra_member, pointer)
         return self._object_schema_order(declared, extra_member, pointer)
 
@@ -752,6 +784,13 @@ class _Builder:
 _FORMAT_CACHE: dict[str, tuple] = {}
 
 
+def _checked_formats() -> set[str]:
+    """Formats jsonschema's FormatChecker actually checks in this environment."""
+    import jsonschema
+
+    return set(jsonschema.FormatChecker().checkers)
+
+
 def _format_string(fmt: str):
     """The JSON string AST of a format (built once per process: some are large)."""
     if fmt not in _FORMAT_CACHE:
@@ -781,6 +820,56 @@ def _multiple_of(k: int):
     accepting = np.zeros(n, dtype=bool)
     accepting[2] = accepting[zero] = accepting[neg_zero] = True
     return ("dfa", DFA(trans=trans, accepting=accepting))
+
+
+def _top_level_alternatives(pattern: str) -> list[str]:
+    """Split a regex at its top-level ``|`` (outside groups, classes and escapes)."""
+    out, depth, cur, i, in_class = [], 0, [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            cur.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if pattern[i + 1:i + 2] == "]":
+                cur.append(c)
+                c = "]"
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            i += 1
+            continue
+        cur.append(c)
+        i += 1
+    out.append("".join(cur))
+    return out
+
+
+def _escaped_at_end(body: str) -> bool:
+    """Whether the final ``$`` of ``body`` is escaped (an odd number of backslashes before it)."""
+    n = 0
+    i = len(body) - 2
+    while i >= 0 and body[i] == "\\":
+        n += 1
+        i -= 1
+    return n % 2 == 1
+
+
+def _key_allowed(key_lang, name: str) -> bool:
+    """Whether the JSON spelling of ``name`` is in the extra-key language."""
+    from constrain.regex.boolean import _as_dfa
+
+    dfa = _as_dfa(key_lang)
+    return dfa is not None and dfa.accepts(json.dumps(name, ensure_ascii=False).encode())
 
 
 def _int_keyword(schema: dict, key: str, default, pointer: str):

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 
+_ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
+                "$schema", "$id", "id", "$anchor", "$defs", "definitions", "$dynamicAnchor"}
 _MAX_KEYS = {"maximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
 _MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
 
@@ -161,7 +163,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         out[key] = [{"allOf": [a, b]} for a in old for b in value]
     elif key == "uniqueItems":
         out[key] = bool(old) or bool(value)
-    elif old != value:
+    elif old != value and key not in _ANNOTATIONS:
         builder.refuse(key, pointer, "allOf of two different values of this keyword")
 
 

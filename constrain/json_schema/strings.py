@@ -60,9 +60,19 @@ def string_literal(value: str):
     return lit(json.dumps(value, ensure_ascii=False))
 
 
+_CHAR_DFA = None
+
+
 def string_of_length(min_len: int = 0, max_len: int | None = None):
     """Any JSON string whose decoded length (code points) is within the bounds."""
-    return cat(QUOTE, rep(ANY_CHAR, min_len, max_len), QUOTE)
+    global _CHAR_DFA
+    if max_len is None or max_len <= 16:
+        return cat(QUOTE, rep(ANY_CHAR, min_len, max_len), QUOTE)
+    from constrain.regex.counted import prefix_free_dfa, repeat_dfa
+
+    if _CHAR_DFA is None:
+        _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
+    return cat(QUOTE, ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len)), QUOTE)
 
 
 def spell_decoded(node):

@@ -97,7 +97,11 @@ class _NFA:
         if kind == "set":
             e = self.state()
             edges = self.edges
-            for seq in _sequences(node[1]):
+            ranges = node[1]
+            if len(ranges) == 1 and ranges[0][1] < 0x80:  # one ASCII range: a single byte edge
+                edges[s].append((ranges[0][0], ranges[0][1], e))
+                return e
+            for seq in _sequences(ranges):
                 cur = s
                 last = len(seq) - 1
                 for k, (lo, hi) in enumerate(seq):
@@ -145,25 +149,29 @@ class _NFA:
         ids = [s] + [self.state() for _ in range(dfa.num_states - 1)]
         # a copy of the start state would need incoming loops; route those through a fresh state
         looped = bool((dfa.trans == dfa.start).any())
-        loop_start = self.state() if looped else None
-        for q in range(dfa.num_states):
-            row = dfa.trans[q]
-            sources = [ids[q]] if q != dfa.start else ([s] + ([loop_start] if looped else []))
-            targets = row.tolist()
-            b = 0
-            while b < 256:
-                t = targets[b]
-                hi = b
-                while hi + 1 < 256 and targets[hi + 1] == t:
-                    hi += 1
-                if t >= 0:
-                    dst = loop_start if (t == dfa.start and looped) else ids[t]
-                    for src in sources:
-                        self.edges[src].append((b, hi, dst))
-                b = hi + 1
-            if dfa.accepting[q]:
-                for src in sources:
-                    self.eps[src].append(e)
+        loop_start = self.state() if looped else -1
+        trans = dfa.trans
+        # byte runs with the same target, for every state at once
+        change = np.ones(trans.shape, dtype=bool)
+        change[:, 1:] = trans[:, 1:] != trans[:, :-1]
+        starts_q, starts_b = np.nonzero(change)
+        ends_b = np.empty_like(starts_b)
+        ends_b[:-1] = starts_b[1:] - 1
+        ends_b[np.r_[starts_q[1:] != starts_q[:-1], True]] = 255
+        targets = trans[starts_q, starts_b]
+        keep = targets >= 0
+        edges = self.edges
+        id_arr = np.asarray(ids)
+        dst = np.where((targets == dfa.start) & looped, loop_start, id_arr[targets.clip(min=0)])
+        for q, lo, hi, d in zip(starts_q[keep].tolist(), starts_b[keep].tolist(), ends_b[keep].tolist(),
+                                dst[keep].tolist()):
+            edges[ids[q]].append((lo, hi, d))
+            if q == dfa.start and looped:
+                edges[loop_start].append((lo, hi, d))
+        for q in np.flatnonzero(dfa.accepting).tolist():
+            self.eps[ids[q]].append(e)
+            if q == dfa.start and looped:
+                self.eps[loop_start].append(e)
         return e
 
 

@@ -27,33 +27,45 @@ def _as_dfa(node) -> DFA | None:
 
 
 def _product(a: DFA, b: DFA, keep) -> DFA | None:
-    """Product automaton; ``keep(acc_a, acc_b)`` decides acceptance. ``b`` may be completed with a
-    sink (index -1 there means "b is dead", still a valid product component)."""
-    ta, tb = a.trans, b.trans
-    aa, ab = a.accepting, b.accepting
+    """Product automaton; ``keep(acc_a, acc_b)`` decides acceptance. A dead ``b`` component is
+    kept as -1 (that is what makes the difference A - B work)."""
+    # bytes that neither automaton tells apart form one class: step once per class, not per byte
+    columns = np.concatenate([a.trans, b.trans], axis=0).T  # [256, Sa + Sb]
+    _, rep_index, class_of = np.unique(columns, axis=0, return_index=True, return_inverse=True)
+    class_of = class_of.reshape(-1)
+    ta = a.trans[:, rep_index].tolist()
+    tb = b.trans[:, rep_index].tolist()
+    n_classes = len(rep_index)
+    aa = a.accepting.tolist()
+    ab = b.accepting.tolist()
     ids = {(0, 0): 0}
     order = [(0, 0)]
     rows = []
     acc = []
+    dead_b = [-1] * n_classes
     i = 0
     while i < len(order):
         sa, sb = order[i]
         i += 1
-        acc.append(bool(keep(bool(aa[sa]), bool(ab[sb]) if sb >= 0 else False)))
+        acc.append(bool(keep(aa[sa], ab[sb] if sb >= 0 else False)))
         na = ta[sa]
-        nb = tb[sb] if sb >= 0 else np.full(256, -1, dtype=np.int32)
-        row = np.full(256, -1, dtype=np.int32)
-        for byte in np.flatnonzero(na >= 0).tolist():
-            key = (int(na[byte]), int(nb[byte]))
+        nb = tb[sb] if sb >= 0 else dead_b
+        row = [-1] * n_classes
+        for c in range(n_classes):
+            x = na[c]
+            if x < 0:
+                continue
+            key = (x, nb[c])
             j = ids.get(key)
             if j is None:
                 if len(order) >= MAX_DFA_STATES:
                     raise RegexError(f"a combined automaton exceeds {MAX_DFA_STATES} states")
                 j = ids[key] = len(order)
                 order.append(key)
-            row[byte] = j
+            row[c] = j
         rows.append(row)
-    trans = np.stack(rows).astype(np.int32)
+    table = np.asarray(rows, dtype=np.int32).reshape(len(rows), n_classes)
+    trans = np.ascontiguousarray(table[:, class_of])
     accepting = np.asarray(acc, dtype=bool)
     return _trimmed(trans, accepting)
 
@@ -77,8 +89,24 @@ def _trimmed(trans: np.ndarray, accepting: np.ndarray) -> DFA | None:
     return DFA(trans=np.ascontiguousarray(t, dtype=np.int32), accepting=accepting[keep])
 
 
+def _common_affixes(nodes):
+    """Split ``cat`` nodes that all start and end with the same piece (e.g. JSON string quotes)."""
+    if len(nodes) < 2 or not all(n is not None and n[0] == "cat" and len(n[1]) >= 3 for n in nodes):
+        return None
+    first, last = nodes[0][1][0], nodes[0][1][-1]
+    if all(n[1][0] == first and n[1][-1] == last for n in nodes):
+        inner = [n[1][1:-1] for n in nodes]
+        return first, [i[0] if len(i) == 1 else ("cat", i) for i in inner], last
+    return None
+
+
 def intersect(*nodes):
     """AST leaf for the intersection of the languages, or None when it is empty."""
+    split = _common_affixes(nodes)
+    if split is not None:  # intersect the bodies only: cheaper, and the affixes stay plain ASTs
+        first, bodies, last = split
+        inner = intersect(*bodies)
+        return None if inner is None else ("cat", (first, inner, last))
     dfas = [_as_dfa(n) for n in nodes]
     if any(d is None for d in dfas):
         return None

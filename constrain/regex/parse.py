@@ -115,11 +115,14 @@ def _locate(pattern: str, kinds: set[str]) -> list[int]:
 
 
 class _Converter:
+    allow_anchors = True
+
     def __init__(self, pattern: str, flags: int) -> None:
         self.pattern = pattern
         self.counters: dict[str, int] = {}
         self.base_flags = flags
         self._flags_cache: dict[int, _Flags] = {}
+        self._literals: dict[tuple[int, int], Node] = {}
 
     def error(self, what: str, kind: str) -> RegexError:
         k = self.counters.get(kind, 0)
@@ -174,9 +177,13 @@ class _Converter:
         return ("set", ranges)
 
     def item(self, op, av, f: int, at_start: bool, at_end: bool) -> Node | None:
+        if op == sre_c.LITERAL:  # the common case: one node per (character, case-folding) pair
+            key = (av, f & sre_c.SRE_FLAG_IGNORECASE)
+            node = self._literals.get(key)
+            if node is None:
+                node = self._literals[key] = self.charset(cs.single(av), self.flags_of(f))
+            return node
         fl = self.flags_of(f)
-        if op == sre_c.LITERAL:
-            return self.charset(cs.single(av), fl)
         if op == sre_c.NOT_LITERAL:
             return ("set", cs.negate(cs.fold_case(cs.single(av)) if fl.ignorecase else cs.single(av)))
         if op == sre_c.ANY:
@@ -193,6 +200,9 @@ class _Converter:
             lo, hi, sub = av
             inner = self.seq(sub, f, False, False)
             return ("rep", inner, lo, None if hi == sre_c.MAXREPEAT else hi)
+        if op == sre_c.AT and not self.allow_anchors:
+            raise self.error("an anchor inside the pattern", "begin" if av in _BEGIN_ANCHORS else
+                             "end" if av in _END_ANCHORS else "boundary")
         if op == sre_c.AT:
             if av in _BEGIN_ANCHORS:
                 if at_start:
@@ -266,13 +276,13 @@ def gc_paused():
                 gc.enable()
 
 
-def parse_regex(pattern: str, flags: int = 0) -> Node:
+def parse_regex(pattern: str, flags: int = 0, allow_anchors: bool = True) -> Node:
     """Parse a Python regular expression into the AST; raise ``RegexError`` with a position."""
     with gc_paused():
-        return _parse_regex(pattern, flags)
+        return _parse_regex(pattern, flags, allow_anchors)
 
 
-def _parse_regex(pattern: str, flags: int) -> Node:
+def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     if flags & re.MULTILINE:
@@ -289,4 +299,5 @@ def _parse_regex(pattern: str, flags: int) -> Node:
     if tree.state.flags & getattr(re, "LOCALE", 0) and tree.state.flags & re.LOCALE:
         raise RegexError("locale-dependent patterns (?L) are not supported", source=pattern, pos=pattern.find("(?"))
     conv = _Converter(pattern, tree.state.flags)
+    conv.allow_anchors = allow_anchors
     return conv.seq(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags, True, True)
