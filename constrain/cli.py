@@ -20,7 +20,12 @@ def _build_parser() -> argparse.ArgumentParser:
     gen.add_argument("prompt", help="the prompt (wrapped in the model's chat template unless --no-chat)")
     constraint = gen.add_mutually_exclusive_group(required=True)
     constraint.add_argument("--regex", metavar="PATTERN", help="a regular expression the whole output must match")
-    # Further constraint sources (--schema FILE, --grammar NAME) join this group in their own issues.
+    constraint.add_argument("--schema", metavar="FILE", help="a JSON Schema file; the output is JSON valid against it")
+    constraint.add_argument("--grammar", metavar="NAME", help="a bundled grammar (see `constrain grammars`)")
+    constraint.add_argument("--lark", metavar="FILE", help="a Lark grammar file (start rule 'start')")
+    constraint.add_argument("--gbnf", metavar="FILE", help="a llama.cpp GBNF grammar file (start rule 'root')")
+    gen.add_argument("--whitespace", choices=("compact", "flexible"), default="compact",
+                     help="JSON whitespace between tokens with --schema (default compact)")
     gen.add_argument("--model", default=None,
                      help="HF model id, local model directory or .gguf file (default: SmolLM2-135M-Instruct)")
     gen.add_argument("--gguf-file", default=None, help="GGUF file name inside --model")
@@ -30,19 +35,37 @@ def _build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=int, default=None, help="random seed (with --sample)")
     gen.add_argument("--num-beams", type=int, default=1, metavar="N", help="beam search width (default 1)")
     gen.add_argument("--no-chat", dest="chat", action="store_false", help="do not apply the chat template")
+    sub.add_parser("grammars", help="list the bundled grammars")
     return parser
 
 
-def _generate(args: argparse.Namespace) -> int:
+def _grammar_from_args(args: argparse.Namespace):
+    """The constraint named on the command line, checked before any model loads."""
+    from pathlib import Path
+
     from constrain.grammar import Grammar
 
+    if args.regex is not None:
+        return Grammar.from_regex(args.regex)
+    if args.schema is not None:
+        return Grammar.from_json_schema(Path(args.schema).read_text(), whitespace=args.whitespace)
+    if args.lark is not None:
+        return Grammar.from_lark(Path(args.lark).read_text())
+    if args.gbnf is not None:
+        return Grammar.from_gbnf(Path(args.gbnf).read_text())
+    from constrain import grammars
+
+    return grammars.load(args.grammar)
+
+
+def _generate(args: argparse.Namespace) -> int:
     if args.max_new_tokens < 1:
         raise ValueError("--max-new-tokens must be at least 1")
     if args.num_beams < 1:
         raise ValueError("--num-beams must be at least 1")
     if args.temperature <= 0:
         raise ValueError("--temperature must be positive")
-    grammar = Grammar.from_regex(args.regex)  # fail on a bad pattern before loading a model
+    grammar = _grammar_from_args(args)  # fail on a bad constraint before loading a model
 
     try:  # the model download/convert messages are ours; silence transformers' progress bars
         from transformers.utils import logging as hf_logging
@@ -77,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "generate":
             return _generate(args)
+        if args.command == "grammars":
+            from constrain import grammars
+
+            for name in grammars.names():
+                print(name)
+            return 0
         raise AssertionError(args.command)
     except KeyboardInterrupt:
         print("constrain: interrupted", file=sys.stderr)

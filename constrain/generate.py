@@ -70,9 +70,11 @@ def index_for(tokenizer, model=None):
     return index
 
 
-def _resolve_grammar(regex, grammar, index) -> CompiledGrammar:
-    if (regex is None) == (grammar is None):
-        raise ValueError("pass exactly one of regex= or grammar=")
+def _resolve_grammar(regex, grammar, index, schema=None) -> CompiledGrammar:
+    if sum(x is not None for x in (regex, grammar, schema)) != 1:
+        raise ValueError("pass exactly one of regex=, schema= or grammar=")
+    if schema is not None:
+        grammar = Grammar.from_json_schema(schema)
     if regex is not None:
         if isinstance(regex, re.Pattern):
             grammar = Grammar.from_regex(regex.pattern, regex.flags & ~re.UNICODE)
@@ -102,6 +104,7 @@ def generate(
     *,
     regex: str | re.Pattern | None = None,
     grammar: Grammar | CompiledGrammar | None = None,
+    schema=None,
     model=None,
     tokenizer=None,
     max_new_tokens: int = 64,
@@ -112,7 +115,8 @@ def generate(
     seed: int | None = None,
     return_processor: bool = False,
 ):
-    """Generate a completion of ``prompt`` constrained to ``regex`` (full match) or ``grammar``.
+    """Generate a completion of ``prompt`` constrained to ``regex`` (full match), ``schema`` (a JSON
+    Schema dict/string/Pydantic model, default options) or ``grammar``.
 
     ``prompt`` may be a list of prompts (batched, left-padded); the result is then a list.
     ``model``/``tokenizer`` default to SmolLM2-135M-Instruct. Sampling (``do_sample``) is
@@ -136,7 +140,7 @@ def generate(
     if model is None:
         model, tokenizer = default_model()
     index = index_for(tokenizer, model)
-    compiled = _resolve_grammar(regex, grammar, index)
+    compiled = _resolve_grammar(regex, grammar, index, schema)
 
     single = isinstance(prompt, str)
     prompts = [prompt] if single else list(prompt)

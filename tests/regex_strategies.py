@@ -19,9 +19,9 @@ def _leaf(unicode_classes: bool):
     return st.one_of(lit, lit, st.sampled_from(classes))
 
 
-def _repeat(inner: str, draw) -> str:
+def _repeat(inner: str, draw, allow_lazy: bool = True) -> str:
     kind = draw(st.integers(0, 6))
-    lazy = "?" if draw(st.booleans()) and kind < 6 else ""
+    lazy = "?" if allow_lazy and draw(st.booleans()) and kind < 6 else ""
     if kind == 0:
         return f"(?:{inner})*{lazy}"
     if kind == 1:
@@ -38,7 +38,7 @@ def _repeat(inner: str, draw) -> str:
 
 
 @st.composite
-def regex_patterns(draw, max_depth: int = 3, unicode_classes: bool = True) -> str:
+def regex_patterns(draw, max_depth: int = 3, unicode_classes: bool = True, allow_lazy: bool = True) -> str:
     def build(depth: int) -> str:
         if depth == 0 or draw(st.integers(0, 3)) == 0:
             return draw(_leaf(unicode_classes))
@@ -49,7 +49,7 @@ def regex_patterns(draw, max_depth: int = 3, unicode_classes: bool = True) -> st
             return "(?:" + "|".join(build(depth - 1) for _ in range(draw(st.integers(2, 3)))) + ")"
         if kind == 2:
             return "(" + build(depth - 1) + ")"
-        return _repeat(build(depth - 1), draw)
+        return _repeat(build(depth - 1), draw, allow_lazy)
 
     return build(max_depth)
 

@@ -47,9 +47,12 @@ def test_strings_generated_from_the_pattern_are_accepted(data, pattern):
 
 
 @FAST
-@given(regex_patterns(unicode_classes=False), st.lists(texts, min_size=1, max_size=12))
+@given(regex_patterns(unicode_classes=False, allow_lazy=False), st.lists(texts, min_size=1, max_size=12))
 def test_viable_prefixes_agree_with_partial_matching(pattern, candidates):
-    """A prefix leaves the DFA alive iff the ``regex`` module's partial matching calls it viable."""
+    """A prefix leaves the DFA alive iff the ``regex`` module's partial matching calls it viable.
+
+    Lazy quantifiers are left out here: ``regex`` partial matching calls "ab" viable for
+    ``(?:a)*?aa`` (it is not), so it is no oracle for them; full matching covers them above."""
     try:
         dfa = dfa_of(pattern)
     except constrain.RegexError:
