@@ -31,3 +31,18 @@ def load_real_vocab(name: str):
 @pytest.fixture(scope="session")
 def real_vocab():
     return load_real_vocab
+
+
+def shared_data_dir():
+    """``shared/data`` beside the checkout (where CI puts it), or $CONSTRAIN_SHARED_DATA."""
+    import os
+    from pathlib import Path
+
+    env = os.environ.get("CONSTRAIN_SHARED_DATA")
+    candidates = [Path(env)] if env else []
+    repo = Path(__file__).resolve().parents[1]
+    candidates += [repo.parent / "shared" / "data", Path("/work/shared/data")]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return candidates[0] if candidates else repo.parent / "shared" / "data"

@@ -23,13 +23,14 @@ from constrain import Grammar, GrammarError, grammars
 from constrain.cfg import gbnf as gbnf_mod
 from constrain.cfg._build import nonempty_part, nullable
 from constrain.cfg.earley import NO_CONTEXT, EarleyParser
+from conftest import shared_data_dir
 from constrain.cfg.gbnf import cfg_from_gbnf
 from constrain.cfg.lark_frontend import _rewrite_idioms, cfg_from_lark
 from constrain.cfg.sample import ast_to_regex, sample, sample_regex_ast
 from constrain.regex.automaton import DEAD, build_dfa
 from constrain.regex.parse import parse_regex
 
-SHARED = Path("/work/shared/data/grammars")
+SHARED = shared_data_dir() / "grammars"
 SHARED_LARK = SHARED / "lark"
 SHARED_GBNF = SHARED / "gbnf"
 

@@ -34,7 +34,7 @@ from tokenizer_index.trie import trie_nodes
 
 FINISHED = -2
 UNKNOWN = -2
-MAX_CONFIGS = 64  # per trie depth in the walk; past this the grammar is too ambiguous to track
+MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 
 
 @numba.njit(cache=True, nogil=True)
@@ -123,7 +123,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.description = description
         self.parser = EarleyParser(cfg)
         self.n_terminals = len(cfg.terminals)
-        self.lexers = LexerBlocks(cfg.terminals, cfg.ignore)
+        self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len)
         self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         for t in cfg.ignore:
             self._is_ignore[t] = True
@@ -138,6 +138,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._config_ids: dict[frozenset, int] = {}
         self._configs: list[frozenset] = []
         self._masks: dict[int, MaskEntry] = {}
+        self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         self._register_contexts()
@@ -208,6 +209,9 @@ class CFGCompiledGrammar(CompiledGrammar):
                             nxt.add((c2, starts[c2]))
             if not nxt:
                 return -1
+            if len(nxt) > MAX_CONFIGS:  # the same limit as the walk: stepping must not explode either
+                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; "
+                                   "the grammar is too ambiguous")
             cur = nxt
         return self._intern(frozenset(cur))
 
@@ -237,6 +241,12 @@ class CFGCompiledGrammar(CompiledGrammar):
         if config_id == FINISHED:
             return self._finished_mask()
         with self._lock:
+            classes = self.lexers.mask_class
+            key = frozenset((c, classes[g]) for c, g in self._configs[config_id])
+            entry = self._class_masks.get(key)
+            if entry is not None:
+                self._masks[config_id] = entry
+                return entry
             words = self._walk(config_id)
             count = int(words[1])
             last = int(words[2])
@@ -251,6 +261,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             entry = MaskEntry(words=view, tensor=torch.from_numpy(view.copy()), count=count,
                               single=last if count == 1 else -1)
             self._masks[config_id] = entry
+            self._class_masks[key] = entry
         return entry
 
     def _walk(self, config_id: int):

@@ -16,8 +16,11 @@ from constrain.regex.automaton import MAX_DFA_STATES, _NFA
 
 
 class LexerBlocks:
-    def __init__(self, terminals: list, ignore: frozenset[int]) -> None:
+    def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0) -> None:
         self.terminals = terminals
+        self.token_depth = token_depth  # the longest token in bytes: states alike that far share masks
+        self.mask_class: list[int] = []  # global state -> class id (see regex/equivalence.py)
+        self._next_class = 0
         self.ignore = frozenset(ignore)
         self.rows: list[list[int]] = []  # global state -> 256 next global states (-1 dead)
         self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
@@ -41,11 +44,18 @@ class LexerBlocks:
             self._arrays = (trans, ptr, terms)
         return self._arrays
 
+    def _add_classes(self, rows, accepts) -> None:
+        classes = _block_classes(rows, accepts, self.token_depth) + self._next_class
+        self.mask_class.extend(classes.tolist())
+        self._next_class = int(classes.max()) + 1
+
     def _build(self, terminal_ids: list[int]) -> int:
         base = len(self.rows)
         if not terminal_ids:  # nothing may follow: a start state with no way out
             self.rows.append([-1] * 256)
             self.accepts.append(())
+            self.mask_class.append(self._next_class)
+            self._next_class += 1
             self._arrays = None
             return base
         nfa = _NFA()
@@ -62,8 +72,18 @@ class LexerBlocks:
         for row in rows:
             self.rows.append([(x + base if x >= 0 else -1) for x in row])
         self.accepts.extend(accepts)
+        self._add_classes(rows, accepts)
         self._arrays = None
         return base
+
+
+def _block_classes(rows, accepts, depth: int):
+    from constrain.regex.equivalence import bounded_equivalence
+
+    tag_ids: dict[tuple, int] = {}
+    tags = np.fromiter((tag_ids.setdefault(a, len(tag_ids)) for a in accepts), dtype=np.int64, count=len(accepts))
+    tags[0] = len(tag_ids)  # the start state means "between terminals": never merged
+    return bounded_equivalence(np.asarray(rows, dtype=np.int64), tags, depth)
 
 
 def _determinize_tagged(nfa: _NFA, start: int, finals: dict[int, int]) -> tuple[list[list[int]], list[tuple]]:

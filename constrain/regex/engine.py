@@ -65,6 +65,8 @@ class RegexCompiledGrammar(CompiledGrammar):
         self._eos_bits = [(e >> 5, np.uint32(1 << (e & 31))) for e in index.eos_token_ids]
         self._n_words = bitmask_words(index.vocab_size)
         self._masks: dict[int, MaskEntry] = {}
+        self._class_masks: dict[int, MaskEntry] = {}  # states no token can tell apart share a mask
+        self._equiv: np.ndarray | None = None
         self._lock = threading.Lock()
         self._finished_entry: MaskEntry | None = None
 
@@ -82,6 +84,11 @@ class RegexCompiledGrammar(CompiledGrammar):
             return entry
         if state == FINISHED:
             return self._finished_mask()
+        cls = self._mask_class(state)
+        entry = self._class_masks.get(cls)
+        if entry is not None:
+            self._masks[state] = entry
+            return entry
         words = np.zeros(self._n_words, dtype=np.uint32)
         count, last = walk_allowed(self.dfa.trans, state, self.index.trie, words)
         if self._accepting[state]:
@@ -92,6 +99,7 @@ class RegexCompiledGrammar(CompiledGrammar):
         entry = self._make_entry(words, int(count), int(last) if count == 1 else -1)
         with self._lock:
             self._masks.setdefault(state, entry)
+            self._class_masks.setdefault(cls, entry)
         return entry
 
     def _finished_mask(self) -> MaskEntry:
@@ -102,6 +110,14 @@ class RegexCompiledGrammar(CompiledGrammar):
             n = len(self.index.eos_token_ids)
             self._finished_entry = self._make_entry(words, n, self.index.eos_token_ids[0] if n == 1 else -1)
         return self._finished_entry
+
+    def _mask_class(self, state: int) -> int:
+        if self._equiv is None:
+            from constrain.regex.equivalence import bounded_equivalence
+
+            table = self.dfa.table if self.dfa.table is not None else self.dfa.trans
+            self._equiv = bounded_equivalence(table, self.dfa.accepting.astype(np.int64), self.index.trie.max_len)
+        return int(self._equiv[state])
 
     def precompute_masks(self) -> None:
         """Fill every state's bitmap now (trades compile time for no first-visit cost)."""
