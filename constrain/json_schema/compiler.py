@@ -24,6 +24,7 @@ from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
 from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import FORMATS
+from constrain.json_schema.merge import _json_equal
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.parse import parse_regex
@@ -255,16 +256,25 @@ class _Builder:
                     merged = self._merge([sub, rest], pointer) if rest else sub
                     pieces.append(self.value(merged, f"{pointer}/{key}/{i}"))
                 return self._union(pieces, f"{key}@{pointer}")
+        rewritten = self._rewrite_conditionals(schema, pointer)
+        if rewritten is not None:
+            return self.value(rewritten, pointer)
         if "not" in schema:
             return self._not(schema, pointer)
-        if "if" in schema:
-            return self._if(schema, pointer)
         if "enum" in schema or "const" in schema:
             return self._enum(schema, pointer)
         types = self._types(schema, pointer)
+        banned = schema.get("__not_values", [])
         pieces = []
         for t in types:
-            pieces.append(self._typed(t, schema, pointer))
+            piece = self._typed(t, schema, pointer)
+            excluded = [v for v in banned if _json_type_of(v) in (t, "integer" if t == "number" else t)]
+            if piece is not None and excluded:
+                if not _ast(piece):
+                    self.refuse("not", pointer + "/not", f"'not' of {t} values")
+                else:
+                    piece = boolean.difference(piece, num.alt(*[self._literal(v) for v in excluded]))
+            pieces.append(piece)
         return self._union(pieces, f"types@{pointer}")
 
     def _union(self, pieces, name: str):
@@ -455,6 +465,8 @@ class _Builder:
             if not isinstance(candidates, list):
                 raise SchemaError("enum must be an array", pointer + "/enum")
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
+        banned = rest.pop("__not_values", [])
+        candidates = [c for c in candidates if not any(_json_equal(c, b) for b in banned)]
         if rest:
             candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
         pieces = [self._literal(c) for c in candidates]
@@ -505,92 +517,154 @@ class _Builder:
         required = schema.get("required", [])
         if not isinstance(required, list):
             raise SchemaError("required must be an array", pointer + "/required")
-        for key in ("unevaluatedProperties", "dependentSchemas", "dependencies", "dependentRequired"):
-            if key in schema:
-                self.refuse(key, f"{pointer}/{key}")
-        for key in ("minProperties", "maxProperties"):
-            if key in schema:
-                self.refuse(key, f"{pointer}/{key}", "property counts are not enforced yet")
-        if "propertyNames" in schema and schema["propertyNames"] not in (True, {}):
-            self.refuse("propertyNames", pointer + "/propertyNames")
+        if "unevaluatedProperties" in schema:
+            self.refuse("unevaluatedProperties", pointer + "/unevaluatedProperties")
+        min_p = _int_keyword(schema, "minProperties", 0, pointer)
+        max_p = _int_keyword(schema, "maxProperties", None, pointer)
+        if max_p is not None and min_p > max_p:
+            raise SchemaError(f"minProperties {min_p} > maxProperties {max_p}", pointer)
         pattern_props = schema.get("patternProperties", {})
+        if not isinstance(pattern_props, dict):
+            raise SchemaError("patternProperties must be an object", pointer + "/patternProperties")
         additional = schema.get("additionalProperties", None if self.opt.strict else True)
         if additional is None:
             additional = False if props or pattern_props else True
+        names_schema = schema.get("propertyNames", True)
+        name_lang = None  # the JSON spellings every key must have (propertyNames)
+        if names_schema not in (True, {}):
+            name_piece = self.value(names_schema, pointer + "/propertyNames")
+            if name_piece is None:
+                name_lang = ("set", ())
+            elif not _ast(name_piece):
+                self.refuse("propertyNames", pointer + "/propertyNames", "a non-regular propertyNames schema")
+            else:
+                name_lang = name_piece
         w = self.w()
         declared = []
         for name, sub in props.items():
-            piece = self.value(sub, f"{pointer}/properties/{_esc(name)}")
+            matching = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
+            if matching:
+                sub = {"allOf": [sub] + matching}
+            piece = None if (name_lang is not None and not _key_allowed(name_lang, name)) else \
+                self.value(sub, f"{pointer}/properties/{_esc(name)}")
             is_required = name in required
             if piece is None:
                 if is_required:
-                    raise SchemaError(f"required property {name!r} has a false schema", pointer)
+                    raise SchemaError(f"required property {name!r} can have no valid value", pointer)
                 continue
             declared.append((name, piece, is_required))
-        missing = [r for r in required if r not in props]
-        extra_key = None
-        extra_value = None
-        if pattern_props:
-            if additional not in (False, None) or len(pattern_props) > 1:
-                self.refuse("patternProperties", pointer + "/patternProperties",
-                            "only a single patternProperties entry without additionalProperties is supported")
-            if pattern_props:
-                pat, sub = next(iter(pattern_props.items()))
-                key_lang = self._pattern_string(pat, f"{pointer}/patternProperties/{_esc(pat)}")
-                extra_key = boolean.difference(key_lang, num.alt(*[js.string_literal(n) for n in props] or [None]))
-                extra_value = self.value(sub, f"{pointer}/patternProperties/{_esc(pat)}")
-        elif additional is not False:
-            key_lang = js.string_of_length()
-            extra_key = boolean.difference(key_lang, num.alt(*[js.string_literal(n) for n in props]) if props else None) \
-                if props else key_lang
-            extra_value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
-        for name in missing:  # required but undeclared: it must appear, with the extra-property schema
-            if extra_key is None or extra_value is None or not _key_allowed(extra_key, name):
+        members = self._extra_members(props, pattern_props, additional, name_lang, pointer)
+        for name in [r for r in required if r not in props]:
+            # required but undeclared: it must appear, with whatever schema extra keys of its name have
+            value = self._extra_value_for(name, pattern_props, additional, name_lang, pointer)
+            if value is None:
                 raise SchemaError(f"required property {name!r} is not allowed by the schema", pointer + "/required")
-            declared.append((name, extra_value, True))
-        if missing and extra_key is not None:
-            extra_key = boolean.difference(extra_key, num.alt(*[js.string_literal(n) for n in missing]))
+            declared.append((name, value, True))
+            members = [(boolean.difference(k, js.string_literal(name)), v) for k, v in members]
+            members = [(k, v) for k, v in members if k is not None]
         extra_member = None
-        if extra_key is not None and extra_value is not None:
-            extra_member = [extra_key, w, num.lit(":"), w, extra_value]
+        if members:
+            options = [[k, w, num.lit(":"), w, v] for k, v in members]
+            extra_member = options[0] if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
+        if max_p is not None and sum(r for _, _, r in declared) > max_p:
+            raise SchemaError("more properties are required than maxProperties allows", pointer)
         if self.opt.property_order == "any" and (len(declared) > 1 or (declared and extra_member is not None)):
-            return self._object_any_order(declared, extra_member, pointer)
-        return self._object_schema_order(declared, extra_member, pointer)
+            return self._object_any_order(declared, extra_member, min_p, max_p, pointer)
+        return self._object_schema_order(declared, extra_member, min_p, max_p, pointer)
 
-    def _object_schema_order(self, declared, extra_member, pointer: str):
-        """``{`` declared members in schema order (optional ones skippable), then extra members ``}``."""
+    def _extra_members(self, props, pattern_props, additional, name_lang, pointer):
+        """(key language, value piece) pairs for keys that are not declared properties.
+
+        Keys are split into regions by which patternProperties they match (a key matching several
+        must satisfy each of their schemas); keys matching none get ``additionalProperties``."""
+        pats = list(pattern_props.items())
+        if len(pats) > 4:
+            self.refuse("patternProperties", pointer + "/patternProperties", "more than 4 patterns")
+            pats = pats[:4]
+        declared_keys = num.alt(*[js.string_literal(n) for n in props]) if props else None
+        langs = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
+        out = []
+        for mask in range(1 << len(pats)):
+            inside = [langs[j] for j in range(len(pats)) if mask >> j & 1]
+            outside = [langs[j] for j in range(len(pats)) if not mask >> j & 1]
+            if mask == 0:
+                if additional is False:
+                    continue
+                value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
+            else:
+                subs = [pats[j][1] for j in range(len(pats)) if mask >> j & 1]
+                value = self.value(subs[0] if len(subs) == 1 else {"allOf": subs},
+                                   f"{pointer}/patternProperties/{_esc(pats[_low_bit(mask)][0])}")
+            if value is None:
+                continue
+            key = js.string_of_length() if not inside else (inside[0] if len(inside) == 1 else boolean.intersect(*inside))
+            if key is not None and name_lang is not None:
+                key = boolean.intersect(key, name_lang)
+            excluded = [x for x in outside + ([declared_keys] if declared_keys is not None else []) if x is not None]
+            if key is not None and excluded:
+                key = boolean.difference(key, num.alt(*excluded))
+            if key is not None:
+                out.append((key, value))
+        return out
+
+    def _extra_value_for(self, name, pattern_props, additional, name_lang, pointer):
+        if name_lang is not None and not _key_allowed(name_lang, name):
+            return None
+        subs = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
+        if subs:
+            return self.value(subs[0] if len(subs) == 1 else {"allOf": subs}, pointer + "/patternProperties")
+        if additional is False:
+            return None
+        return self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
+
+    def _object_schema_order(self, declared, extra_member, min_p, max_p, pointer: str):
+        """``{`` declared members in schema order (optional ones skippable), then extra members ``}``.
+
+        States count the members written so far (capped where the bounds stop caring)."""
         w = self.w()
         comma = [w, num.lit(","), w]
-        # tail(first): extra members; first=True means no member was written yet
-        tail = {}
-        if extra_member is not None:
-            more = self.rule(f"extra*@{pointer}", [[]])  # placeholder for left-recursive list
-            self.rules.append((~more, self.seq(comma + extra_member + [more])))
-            tail[True] = [self.rule(f"extra@{pointer}", [[], extra_member + [more]])]
-            tail[False] = [more]
-        else:
-            tail[True] = tail[False] = []
-        # suffix[i][first]: members i.. given whether anything was written before
-        suffix = {(len(declared), True): tail[True], (len(declared), False): tail[False]}
-        for i in range(len(declared) - 1, -1, -1):
+        cap = max(min_p, max_p if max_p is not None else 0, 1)
+        n = len(declared)
+
+        def lead(c):
+            return [] if c == 0 else comma
+
+        tail: dict[int, list | None] = {}
+        for c in range(cap, -1, -1):  # extra members after the declared ones
+            alts = []
+            if c >= min_p:
+                alts.append([])
+            can_add = extra_member is not None and (max_p is None or c < max_p)
+            if c == cap and can_add:
+                loop = self.new_nt(f"extra*{c}@{pointer}")
+                for a in alts + [lead(c) + extra_member + [loop]]:
+                    self.rules.append((~loop, self.seq(a)))
+                tail[c] = [loop]
+                continue
+            if can_add and tail.get(c + 1) is not None:
+                alts.append(lead(c) + extra_member + tail[c + 1])
+            sym = self.rule(f"extra{c}@{pointer}", alts)
+            tail[c] = None if sym is None else [sym]
+        suffix = {(n, c): tail[c] for c in range(cap + 1)}
+        for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
             member = [js.string_literal(name), w, num.lit(":"), w, piece]
-            for first in (True, False):
-                lead = [] if first else comma
+            for c in range(cap, -1, -1):
                 alts = []
-                if suffix[(i + 1, False)] is not None:
-                    alts.append(lead + member + suffix[(i + 1, False)])
-                if not req and suffix[(i + 1, first)] is not None:
-                    alts.append(suffix[(i + 1, first)])
-                sym = self.rule(f"members{i}{'f' if first else 'n'}@{pointer}", alts)
-                suffix[(i, first)] = [sym] if sym is not None else None
-        body = suffix[(0, True)]
+                nxt = suffix[(i + 1, min(c + 1, cap))]
+                if (max_p is None or c < max_p) and nxt is not None:
+                    alts.append(lead(c) + member + nxt)
+                if not req and suffix[(i + 1, c)] is not None:
+                    alts.append(suffix[(i + 1, c)])
+                sym = self.rule(f"members{i}.{c}@{pointer}", alts)
+                suffix[(i, c)] = None if sym is None else [sym]
+        body = suffix[(0, 0)]
         if body is None:
             return None
         return self.rule(f"object@{pointer}", [[num.lit("{"), w] + body + [w, num.lit("}")]])
 
-    def _object_any_order(self, declared, extra_member, pointer: str):
-        """Members in any order: one nonterminal per (set of declared properties used, first?)."""
+    def _object_any_order(self, declared, extra_member, min_p, max_p, pointer: str):
+        """Members in any order: a nonterminal per (declared properties used, extra members so far)."""
         n = len(declared)
         if n > self.opt.max_any_order_properties:
             raise UnsupportedSchemaError("properties", pointer,
@@ -599,23 +673,26 @@ class _Builder:
         w = self.w()
         comma = [w, num.lit(","), w]
         required_mask = sum(1 << i for i, (_, _, r) in enumerate(declared) if r)
-        syms = {(used, first): self.new_nt(f"anyorder{used}{'f' if first else 'n'}@{pointer}")
-                for used in range(1 << n) for first in (True, False)}
-        for (used, first), sym in syms.items():
-            lead = [] if first else comma
+        cap = max(min_p, max_p if max_p is not None else 0, 1)  # extras counted up to here (>= 1: commas)
+        syms = {(used, e): self.new_nt(f"anyorder{used}.{e}@{pointer}")
+                for used in range(1 << n) for e in range(cap + 1)}
+        for (used, e), sym in syms.items():
+            count = bin(used).count("1") + e
+            lead = [] if count == 0 else comma
             alts = []
-            if used & required_mask == required_mask:
+            if used & required_mask == required_mask and count >= min_p:
                 alts.append([])
+            room = max_p is None or count < max_p
             for i, (name, piece, _) in enumerate(declared):
-                if not used & (1 << i):
-                    alts.append(lead + [js.string_literal(name), w, num.lit(":"), w, piece, syms[(used | 1 << i, False)]])
-            if extra_member is not None:
-                alts.append(lead + extra_member + [syms[(used, False)]])
+                if room and not used & (1 << i):
+                    alts.append(lead + [js.string_literal(name), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
+            if extra_member is not None and room:
+                alts.append(lead + extra_member + [syms[(used, min(e + 1, cap))]])
             for a in alts:
                 seq = self.seq(a)
                 if seq is not None:
                     self.rules.append((~sym, seq))
-        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, True)], w, num.lit("}")]])
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0)], w, num.lit("}")]])
 
     # ------------------------------------------------------------------ arrays
     def _array(self, schema: dict, pointer: str):
@@ -752,34 +829,97 @@ class _Builder:
         return branches_disjoint([self.refs.deref(b, pointer) for b in branches])
 
     def _not(self, schema: dict, pointer: str):
-        neg = self.refs.deref(schema["not"], pointer + "/not")
         rest = {k: v for k, v in schema.items() if k != "not"}
-        if neg is True or neg == {}:
+        negated = self._negate(schema["not"], pointer + "/not")
+        if negated is False:
             return None
-        if neg is False:
+        if negated is True:
             return self.value(rest or True, pointer)
-        if isinstance(neg, dict) and set(neg) - ANNOTATIONS <= {"type"}:
-            banned = neg["type"] if isinstance(neg["type"], list) else [neg["type"]]
-            allowed = [t for t in self._types(rest, pointer) if t not in banned]
-            if "integer" in banned and "number" in allowed:
-                self.refuse("not", pointer + "/not", "'not integer' among numbers")
-            if not allowed:
-                return None
-            return self.value(dict(rest, type=allowed), pointer)
-        if isinstance(neg, dict) and set(neg) - ANNOTATIONS <= {"enum", "const"} and rest.get("type") == "string" \
-                and all(isinstance(v, str) for v in (neg.get("enum") or [neg.get("const")])):
-            base = self.value(rest, pointer)
-            if _ast(base):
-                banned = num.alt(*[js.string_literal(v) for v in (neg.get("enum") or [neg.get("const")])])
-                return boolean.difference(base, banned)
-        self.refuse("not", pointer + "/not", "only 'not' of types, or of string enums under type string")
-        return self.value(rest or True, pointer)
+        return self.value({"allOf": [rest, negated]} if rest else negated, pointer)
 
-    def _if(self, schema: dict, pointer: str):
-        self.refuse("if", pointer + "/if", "conditional schemas are not compiled yet")
-        rest = {k: v for k, v in schema.items() if k not in ("if", "then", "else")}
-        return self.value(rest or True, pointer)
+    def _negate(self, sub, pointer: str):
+        """A schema for exactly the instances ``sub`` rejects (refused where it cannot be written)."""
+        sub = self.refs.deref(sub, pointer)
+        if sub is True or sub == {}:
+            return False
+        if sub is False:
+            return True
+        if not isinstance(sub, dict):
+            raise SchemaError("not must hold a schema", pointer)
+        keys = set(sub) - ANNOTATIONS
+        if not keys:
+            return False
+        if keys == {"type"}:
+            banned = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
+            if "integer" in banned and "number" not in banned:
+                self.refuse("not", pointer, "'not integer' among numbers (numbers with a non-zero fraction)")
+                banned = [b for b in banned if b != "integer"]
+            allowed = [t for t in TYPES if t not in banned]
+            return {"type": allowed} if allowed else False
+        if keys <= {"enum", "const"}:
+            values = [sub["const"]] if "const" in sub else list(sub["enum"])
+            return {"__not_values": values}
+        if keys <= {"properties", "required", "type", "additionalProperties"} and sub.get("type", "object") == "object" \
+                and sub.get("additionalProperties", True) is True:
+            # not(object with these property constraints) = non-object, or some constraint fails
+            options = [{"type": [t for t in TYPES if t != "object"]}]
+            for name in sub.get("required", []):
+                options.append({"type": "object", "properties": {name: False}})
+            for name, psub in sub.get("properties", {}).items():
+                inner = self._negate(psub, f"{pointer}/properties/{_esc(name)}")
+                if inner is False:
+                    continue
+                options.append({"type": "object", "required": [name], "properties": {name: inner}})
+            return {"anyOf": options} if len(options) > 1 else options[0]
+        if keys == {"anyOf"}:
+            return {"allOf": [self._negate(b, pointer + "/anyOf") for b in sub["anyOf"]]}
+        if keys == {"allOf"}:
+            return {"anyOf": [self._negate(b, pointer + "/allOf") for b in sub["allOf"]]}
+        if keys <= {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} and \
+                sub.get("type", "number") in ("number", "integer") and len(keys - {"type"}) == 1:
+            (k,) = keys - {"type"}
+            flipped = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
+                       "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}[k]
+            if isinstance(sub[k], bool):
+                self.refuse("not", pointer, "draft-4 boolean exclusive bounds under not")
+                return True
+            base = {"type": "number" if "type" not in sub else sub["type"], flipped: sub[k]}
+            others = [t for t in TYPES if t not in ("number",)]
+            if sub.get("type") == "integer":
+                self.refuse("not", pointer, "'not' of a bounded integer (non-integral numbers pass it)")
+            return {"anyOf": [{"type": others}, base]}
+        self.refuse("not", pointer, "this 'not' cannot be expressed (supported: types, const/enum, simple "
+                                    "property constraints, single numeric bounds, and their anyOf/allOf)")
+        return True
 
+    def _rewrite_conditionals(self, schema: dict, pointer: str):
+        """if/then/else, dependentRequired, dependentSchemas and dependencies as anyOf/allOf (exact)."""
+        keys = ("if", "dependentRequired", "dependentSchemas", "dependencies")
+        if not any(k in schema for k in keys):
+            return None
+        rest = {k: v for k, v in schema.items() if k not in keys + ("then", "else")}
+        parts = [rest] if rest else []
+        if "if" in schema:
+            cond = schema["if"]
+            then = schema.get("then", True)
+            other = schema.get("else", True)
+            parts.append({"anyOf": [{"allOf": [cond, then]},
+                                    {"allOf": [self._negate(cond, pointer + "/if"), other]}]})
+        deps = {}
+        for key in ("dependentRequired", "dependentSchemas", "dependencies"):
+            value = schema.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise SchemaError(f"{key} must be an object", f"{pointer}/{key}")
+            deps.update(value)
+        if len(deps) > 6:
+            self.refuse("dependentRequired", pointer, "more than 6 dependencies")
+        for name, need in deps.items():
+            then = {"required": need} if isinstance(need, list) else need
+            parts.append({"anyOf": [{"properties": {name: False}},
+                                    {"allOf": [{"required": [name]}, then]}]})
+        return {"allOf": parts} if len(parts) > 1 else parts[0]
 
 _FORMAT_CACHE: dict[str, tuple] = {}
 
@@ -862,6 +1002,30 @@ def _escaped_at_end(body: str) -> bool:
         n += 1
         i -= 1
     return n % 2 == 1
+
+
+def _json_type_of(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "integer" if v == int(v) else "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _search(pattern: str, text: str) -> bool:
+    """ECMA-262 ``pattern`` search (Python's re is close enough for property names)."""
+    try:
+        return re.search(pattern, text) is not None
+    except re.error:
+        return False
+
+
+def _low_bit(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
 
 
 def _key_allowed(key_lang, name: str) -> bool:

@@ -21,6 +21,12 @@ def merge_schemas(schemas: list, pointer: str, builder) -> Any:
     parts = []
     for s in schemas:
         s = builder.refs.deref(s, pointer)
+        if isinstance(s, dict):
+            if "if" not in s and ("then" in s or "else" in s):  # then/else without if do nothing
+                s = {k: v for k, v in s.items() if k not in ("then", "else")}
+            rewritten = builder._rewrite_conditionals(s, pointer)
+            if rewritten is not None:
+                s = rewritten
         if s is False:
             return False
         if s is True or s == {}:
@@ -120,6 +126,9 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         if key == "const":
             _merge_key(out, "enum", [value], pointer, builder, parts)
             return
+        if key == "__not_values":
+            out[key] = list(value)
+            return
         out[key] = value
         return
     old = out[key]
@@ -148,6 +157,8 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         for name, sub in value.items():
             merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
         out[key] = merged
+    elif key == "__not_values":
+        out[key] = list(old) + list(value)
     elif key == "enum":
         out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
     elif key in ("items", "additionalProperties", "contains", "propertyNames", "additionalItems", "not"):
