@@ -24,7 +24,7 @@ from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
 from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import FORMATS
-from constrain.json_schema.merge import _json_equal
+from constrain.json_schema.merge import _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.parse import parse_regex
@@ -34,7 +34,7 @@ TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is
 ANNOTATIONS = {
     "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
     "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "contentMediaType", "contentEncoding",
-    "contentSchema", "$defs", "definitions",
+    "contentSchema", "$defs", "definitions", "__no_eval", "__siblings",
 }
 OBJECT_KEYS = {"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
                "minProperties", "maxProperties", "unevaluatedProperties", "dependentRequired",
@@ -223,9 +223,9 @@ class _Builder:
             parts = schema["allOf"]
             if not isinstance(parts, list) or not parts:
                 raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
-            rest = {k: v for k, v in schema.items() if k != "allOf"}
+            rest = {k: v for k, v in schema.items() if k not in ("allOf", "__siblings")}
             resolved = [self.refs.deref(p, f"{pointer}/allOf/{i}") for i, p in enumerate(parts)]
-            merged = self._merge(resolved + [rest], pointer)
+            merged = self._merge(resolved + [rest], pointer, parent_last=not schema.get("__siblings"))
             if not isinstance(merged, dict):
                 return self.value(merged, pointer + "/allOf")
             # the same merged schema met again (recursion through allOf + $ref) reuses its nonterminal
@@ -517,8 +517,9 @@ class _Builder:
         required = schema.get("required", [])
         if not isinstance(required, list):
             raise SchemaError("required must be an array", pointer + "/required")
-        if "unevaluatedProperties" in schema:
-            self.refuse("unevaluatedProperties", pointer + "/unevaluatedProperties")
+        if "unevaluatedProperties" in schema and "additionalProperties" not in schema:
+            # after merging, every applicator's properties are this schema's own: the rest are unevaluated
+            schema = dict(schema, additionalProperties=schema["unevaluatedProperties"])
         min_p = _int_keyword(schema, "minProperties", 0, pointer)
         max_p = _int_keyword(schema, "maxProperties", None, pointer)
         if max_p is not None and min_p > max_p:
@@ -544,7 +545,7 @@ class _Builder:
         for name, sub in props.items():
             matching = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
             if matching:
-                sub = {"allOf": [sub] + matching}
+                sub = siblings(sub, *matching)
             piece = None if (name_lang is not None and not _key_allowed(name_lang, name)) else \
                 self.value(sub, f"{pointer}/properties/{_esc(name)}")
             is_required = name in required
@@ -699,8 +700,11 @@ class _Builder:
         for key in ("uniqueItems",):
             if schema.get(key):
                 self.refuse(key, f"{pointer}/{key}", "uniqueness of items is not a context-free property")
-        if "unevaluatedItems" in schema:
-            self.refuse("unevaluatedItems", pointer + "/unevaluatedItems")
+        if "unevaluatedItems" in schema and "items" not in schema and not isinstance(schema.get("items"), list):
+            if "contains" in schema:
+                self.refuse("unevaluatedItems", pointer + "/unevaluatedItems", "unevaluatedItems next to contains")
+            elif "additionalItems" not in schema:
+                schema = dict(schema, items=schema["unevaluatedItems"])
         prefix = schema.get("prefixItems")
         items = schema.get("items", None)
         if isinstance(items, list):  # draft 7 tuple form
@@ -817,11 +821,11 @@ class _Builder:
         return self.rule(f"array@{pointer}", alts)
 
     # ------------------------------------------------------------------ combinators
-    def _merge(self, schemas: list, pointer: str) -> Any:
+    def _merge(self, schemas: list, pointer: str, parent_last: bool = True) -> Any:
         """allOf: one schema whose instances are those of every part (exact or refused)."""
         from constrain.json_schema.merge import merge_schemas
 
-        return merge_schemas(schemas, pointer, self)
+        return merge_schemas(schemas, pointer, self, parent_last)
 
     def _disjoint(self, branches, pointer: str) -> bool:
         from constrain.json_schema.merge import branches_disjoint
@@ -835,7 +839,7 @@ class _Builder:
             return None
         if negated is True:
             return self.value(rest or True, pointer)
-        return self.value({"allOf": [rest, negated]} if rest else negated, pointer)
+        return self.value(siblings(rest, negated) if rest else negated, pointer)
 
     def _negate(self, sub, pointer: str):
         """A schema for exactly the instances ``sub`` rejects (refused where it cannot be written)."""
@@ -862,17 +866,18 @@ class _Builder:
         if keys <= {"properties", "required", "type", "additionalProperties"} and sub.get("type", "object") == "object" \
                 and sub.get("additionalProperties", True) is True:
             # not(object with these property constraints) = non-object, or some constraint fails
+            # (a failed schema evaluates nothing: "__no_eval" keeps unevaluated* from counting these)
             options = [{"type": [t for t in TYPES if t != "object"]}]
             for name in sub.get("required", []):
-                options.append({"type": "object", "properties": {name: False}})
+                options.append({"type": "object", "properties": {name: False}, "__no_eval": True})
             for name, psub in sub.get("properties", {}).items():
                 inner = self._negate(psub, f"{pointer}/properties/{_esc(name)}")
                 if inner is False:
                     continue
-                options.append({"type": "object", "required": [name], "properties": {name: inner}})
+                options.append({"type": "object", "required": [name], "properties": {name: inner}, "__no_eval": True})
             return {"anyOf": options} if len(options) > 1 else options[0]
         if keys == {"anyOf"}:
-            return {"allOf": [self._negate(b, pointer + "/anyOf") for b in sub["anyOf"]]}
+            return siblings(*[self._negate(b, pointer + "/anyOf") for b in sub["anyOf"]])
         if keys == {"allOf"}:
             return {"anyOf": [self._negate(b, pointer + "/allOf") for b in sub["allOf"]]}
         if keys <= {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} and \
@@ -898,7 +903,7 @@ class _Builder:
         if not any(k in schema for k in keys):
             return None
         rest = {k: v for k, v in schema.items() if k not in keys + ("then", "else")}
-        parts = [rest] if rest else []
+        parts = []
         if "if" in schema:
             cond = schema["if"]
             then = schema.get("then", True)
@@ -919,6 +924,8 @@ class _Builder:
             then = {"required": need} if isinstance(need, list) else need
             parts.append({"anyOf": [{"properties": {name: False}},
                                     {"allOf": [{"required": [name]}, then]}]})
+        if rest:  # last: the parent, whose unevaluated* keywords see the conditional branches
+            parts.append(rest)
         return {"allOf": parts} if len(parts) > 1 else parts[0]
 
 _FORMAT_CACHE: dict[str, tuple] = {}

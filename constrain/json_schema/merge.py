@@ -10,13 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 
-_ANNOTATIONS = {"title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
+_ANNOTATIONS = {"__no_eval", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
                 "$schema", "$id", "id", "$anchor", "$defs", "definitions", "$dynamicAnchor"}
 _MAX_KEYS = {"maximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
 _MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
 
 
-def merge_schemas(schemas: list, pointer: str, builder) -> Any:
+def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True) -> Any:
+    """Merge allOf parts. With ``parent_last`` the last part is the schema that held the
+    applicator (its unevaluated* keywords see every part); otherwise all parts are siblings."""
     out: dict = {}
     parts = []
     for s in schemas:
@@ -39,6 +41,22 @@ def merge_schemas(schemas: list, pointer: str, builder) -> Any:
             parts.append(target)
             s = {k: v for k, v in s.items() if k != "$ref"}
         parts.append(s)
+    # unevaluated* in a sibling part sees only that part: there it means additional*. The last part
+    # is the schema holding the allOf/anyOf/$ref (by convention), whose unevaluated* sees them all.
+    for k, part in enumerate(parts[:-1] if parent_last else parts):
+        if isinstance(part, dict) and ("unevaluatedProperties" in part or "unevaluatedItems" in part):
+            if any(a in part for a in ("allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas", "not")):
+                builder.refuse("unevaluatedProperties", pointer, "unevaluated* inside a combined subschema with applicators")
+            part = dict(part)
+            if "unevaluatedProperties" in part:
+                part.setdefault("additionalProperties", part.pop("unevaluatedProperties"))
+            if "unevaluatedItems" in part:
+                value = part.pop("unevaluatedItems")
+                if "contains" in part:
+                    builder.refuse("unevaluatedItems", pointer, "unevaluatedItems next to contains")
+                if "items" not in part:
+                    part["items"] = value
+            parts[k] = part
     # parts may themselves hold allOf after the expansion above: flatten once more
     flat = []
     for s in parts:
@@ -49,6 +67,10 @@ def merge_schemas(schemas: list, pointer: str, builder) -> Any:
         if "allOf" in s:
             return merge_schemas(parts, pointer, builder)  # pragma: no cover - nested allOf
         flat.append(s)
+    if any(p.get("__no_eval") for p in flat) and any(
+            "unevaluatedProperties" in p or "unevaluatedItems" in p for p in flat):
+        builder.refuse("unevaluatedProperties", pointer,
+                       "unevaluated* together with a negated or failed-condition subschema")
     structural = {"properties", "additionalProperties", "prefixItems", "items", "additionalItems"}
     for s in flat:
         for key, value in s.items():
@@ -59,11 +81,16 @@ def merge_schemas(schemas: list, pointer: str, builder) -> Any:
     return out if out else True
 
 
+def siblings(*parts) -> dict:
+    """An allOf made by merging: no part holds the others (see ``parent_last``)."""
+    return {"allOf": list(parts), "__siblings": True}
+
+
 def _all_of(constraints: list) -> Any:
     constraints = [c for c in constraints if c is not True and c != {}]
     if not constraints:
         return True
-    return constraints[0] if len(constraints) == 1 else {"allOf": constraints}
+    return constraints[0] if len(constraints) == 1 else siblings(*constraints)
 
 
 def _merge_properties(out: dict, parts: list, pointer: str, builder) -> None:
@@ -155,14 +182,14 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
     elif key == "properties":
         merged = dict(old)
         for name, sub in value.items():
-            merged[name] = {"allOf": [merged[name], sub]} if name in merged else sub
+            merged[name] = siblings(merged[name], sub) if name in merged else sub
         out[key] = merged
     elif key == "__not_values":
         out[key] = list(old) + list(value)
     elif key == "enum":
         out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
     elif key in ("items", "additionalProperties", "contains", "propertyNames", "additionalItems", "not"):
-        out[key] = {"allOf": [old, value]}
+        out[key] = siblings(old, value)
     elif key == "multipleOf":
         if isinstance(old, int) and isinstance(value, int):
             import math
@@ -171,7 +198,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         else:
             builder.refuse("multipleOf", pointer, "allOf of two fractional multipleOf values")
     elif key in ("anyOf", "oneOf"):
-        out[key] = [{"allOf": [a, b]} for a in old for b in value]
+        out[key] = [siblings(a, b) for a in old for b in value]
     elif key == "uniqueItems":
         out[key] = bool(old) or bool(value)
     elif old != value and key not in _ANNOTATIONS:
