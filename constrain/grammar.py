@@ -65,6 +65,7 @@ class Grammar:
         strict: bool = True,
         unsupported: str = "error",
         formats: str = "assert",
+        draft: str | None = None,
     ) -> "Grammar":
         """JSON documents valid against ``schema`` (a dict, a JSON string, or a Pydantic model class).
 
@@ -75,7 +76,8 @@ class Grammar:
         follows the specification (undeclared properties allowed by default). Keywords that
         cannot be enforced raise ``UnsupportedSchemaError`` unless ``unsupported="ignore"``.
         ``formats="assert"`` enforces the known ``format`` values; ``"annotation"`` ignores them
-        (the specification's default for 2019-09 and later).
+        (the specification's default for 2019-09 and later). ``draft`` ("2020-12", "2019-09", "7", ...)
+        overrides the schema's ``$schema`` (it decides, e.g., whether ``$ref`` overrides its siblings).
         """
         import json as _json
 
@@ -93,7 +95,7 @@ class Grammar:
             raise SchemaError(f"a schema must be a JSON object or boolean, got {type(schema).__name__}")
         options = SchemaOptions(whitespace=whitespace, max_whitespace=max_whitespace,
                                 property_order=property_order, strict=strict, unsupported=unsupported,
-                                formats=formats)
+                                formats=formats, draft=draft)
         cfg = schema_to_cfg(schema, options)
         source = _json.dumps(schema, sort_keys=True, default=str)
         return cls(kind="cfg", source=source, _ast=cfg, dialect="json-schema", start=repr(options))

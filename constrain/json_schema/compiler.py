@@ -54,6 +54,7 @@ class SchemaOptions:
     unsupported: str = "error"  # "error" | "ignore"
     max_any_order_properties: int = 10
     formats: str = "assert"  # "assert": enforce known formats; "annotation": treat format as annotation only
+    draft: str | None = None  # "2020-12", "2019-09", "7", ...; None: read $schema (default 2020-12)
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("compact", "flexible"):
@@ -74,6 +75,9 @@ class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
         self.refs = RefResolver(root)
+        dialect = options.draft or (root.get("$schema", "") if isinstance(root, dict) else "")
+        self.legacy_ref = isinstance(dialect, str) and any(
+            d in dialect for d in ("draft-07", "draft-06", "draft-04", "draft7", "draft6", "draft4")) or dialect in ("7", "6", "4")
         self.terminals: list = []
         self.terminal_names: list[str] = []
         self._term_ids: dict = {}
@@ -185,6 +189,8 @@ class _Builder:
         key = "$ref"
         target_ptr, target = self.refs.resolve(schema[key], pointer)
         siblings = {k: v for k, v in schema.items() if k != key and k not in ANNOTATIONS}
+        if siblings and self.legacy_ref:  # draft 7 and older: $ref overrides its siblings
+            siblings = {}
         if siblings:  # 2019-09+: $ref next to other keywords means allOf
             return self._value(self._merge([target, siblings], pointer), pointer)
         if target_ptr in self._memo:
