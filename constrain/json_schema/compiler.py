@@ -22,7 +22,7 @@ from constrain.cfg.ir import CFG, nt
 from constrain.errors import RegexError
 from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
-from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import FORMATS
 from constrain.json_schema.merge import _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
@@ -260,7 +260,10 @@ class _Builder:
                 for i, b in enumerate(branches):
                     sub = self.refs.deref(b, f"{pointer}/{key}/{i}")
                     merged = self._merge([sub, rest], pointer) if rest else sub
-                    pieces.append(self.value(merged, f"{pointer}/{key}/{i}"))
+                    try:
+                        pieces.append(self.value(merged, f"{pointer}/{key}/{i}"))
+                    except EmptySchemaError:
+                        pieces.append(None)  # a contradictory branch matches nothing
                 return self._union(pieces, f"{key}@{pointer}")
         rewritten = self._rewrite_conditionals(schema, pointer)
         if rewritten is not None:
@@ -343,7 +346,7 @@ class _Builder:
             if hi is not None and hi_strict and Decimal(ihi) == hi:
                 ihi -= 1
             if ilo is not None and ihi is not None and ilo > ihi:
-                raise SchemaError(f"no integer satisfies the bounds ({lo}..{hi})", pointer)
+                raise EmptySchemaError(f"no integer satisfies the bounds ({lo}..{hi})", pointer)
             rng = num.integer_range(ilo, ihi)
             if rng is not None:  # 1.0 is an integer in JSON Schema: allow a zero fraction
                 rng = num.cat(rng, num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None))))
@@ -352,7 +355,7 @@ class _Builder:
                 if k != 1:
                     rng = boolean.intersect(rng, _multiple_of(k))
                     if rng is None:
-                        raise SchemaError(f"no integer in range is a multiple of {k}", pointer + "/multipleOf")
+                        raise EmptySchemaError(f"no integer in range is a multiple of {k}", pointer + "/multipleOf")
             return rng
         if lo is None and hi is None:
             return num.JSON_NUMBER
@@ -362,10 +365,10 @@ class _Builder:
         if hi is not None:
             parts.append(num.decimal_at_most(hi, hi_strict))
         if any(p is None for p in parts):
-            raise SchemaError("no number satisfies the bounds", pointer)
+            raise EmptySchemaError("no number satisfies the bounds", pointer)
         result = parts[0] if len(parts) == 1 else boolean.intersect(*parts)
         if result is None:
-            raise SchemaError(f"no number satisfies the bounds ({lo}..{hi}); minimum > maximum?", pointer)
+            raise EmptySchemaError(f"no number satisfies the bounds ({lo}..{hi}); minimum > maximum?", pointer)
         return result
 
     def _decimal_places(self, lo, lo_strict, hi, hi_strict, places: int, pointer: str, integer: bool):
@@ -378,7 +381,7 @@ class _Builder:
             parts.append(num.decimal_at_most(hi, hi_strict))
         result = boolean.intersect(*parts) if len(parts) > 1 else body
         if result is None:
-            raise SchemaError("no number satisfies the bounds and multipleOf", pointer)
+            raise EmptySchemaError("no number satisfies the bounds and multipleOf", pointer)
         return result
 
     def _bounds(self, schema: dict, pointer: str):
@@ -406,7 +409,7 @@ class _Builder:
             if hi is None or e <= hi:
                 hi, hi_strict = e, True
         if lo is not None and hi is not None and (lo > hi or (lo == hi and (lo_strict or hi_strict))):
-            raise SchemaError(f"the bounds are contradictory (minimum {lo} > maximum {hi}): no number satisfies them",
+            raise EmptySchemaError(f"the bounds are contradictory (minimum {lo} > maximum {hi}): no number satisfies them",
                               pointer)
         return lo, lo_strict, hi, hi_strict
 
@@ -415,9 +418,9 @@ class _Builder:
         max_len = _int_keyword(schema, "maxLength", None, pointer)
         for key, v in (("minLength", min_len), ("maxLength", max_len)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_len is not None and min_len > max_len:
-            raise SchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
+            raise EmptySchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
         parts = []
         if min_len or max_len is not None:
             parts.append(js.string_of_length(min_len, max_len))
@@ -438,7 +441,7 @@ class _Builder:
             return parts[0]
         result = boolean.intersect(*parts)
         if result is None:
-            raise SchemaError("no string satisfies the constraints together", pointer)
+            raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
 
     def _pattern_string(self, pattern: Any, pointer: str):
@@ -477,7 +480,7 @@ class _Builder:
             candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
         pieces = [self._literal(c) for c in candidates]
         if not pieces:
-            raise SchemaError("no enum/const value satisfies the rest of the schema", pointer)
+            raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
         return num.alt(*_dedupe(pieces))
 
     def _literal(self, value: Any):
@@ -529,7 +532,7 @@ class _Builder:
         min_p = _int_keyword(schema, "minProperties", 0, pointer)
         max_p = _int_keyword(schema, "maxProperties", None, pointer)
         if max_p is not None and min_p > max_p:
-            raise SchemaError(f"minProperties {min_p} > maxProperties {max_p}", pointer)
+            raise EmptySchemaError(f"minProperties {min_p} > maxProperties {max_p}", pointer)
         pattern_props = schema.get("patternProperties", {})
         if not isinstance(pattern_props, dict):
             raise SchemaError("patternProperties must be an object", pointer + "/patternProperties")
@@ -557,7 +560,7 @@ class _Builder:
             is_required = name in required
             if piece is None:
                 if is_required:
-                    raise SchemaError(f"required property {name!r} can have no valid value", pointer)
+                    raise EmptySchemaError(f"required property {name!r} can have no valid value", pointer)
                 continue
             declared.append((name, piece, is_required))
         members = self._extra_members(props, pattern_props, additional, name_lang, pointer)
@@ -565,7 +568,7 @@ class _Builder:
             # required but undeclared: it must appear, with whatever schema extra keys of its name have
             value = self._extra_value_for(name, pattern_props, additional, name_lang, pointer)
             if value is None:
-                raise SchemaError(f"required property {name!r} is not allowed by the schema", pointer + "/required")
+                raise EmptySchemaError(f"required property {name!r} is not allowed by the schema", pointer + "/required")
             declared.append((name, value, True))
             members = [(boolean.difference(k, js.string_literal(name)), v) for k, v in members]
             members = [(k, v) for k, v in members if k is not None]
@@ -574,7 +577,7 @@ class _Builder:
             options = [[k, w, num.lit(":"), w, v] for k, v in members]
             extra_member = options[0] if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
         if max_p is not None and sum(r for _, _, r in declared) > max_p:
-            raise SchemaError("more properties are required than maxProperties allows", pointer)
+            raise EmptySchemaError("more properties are required than maxProperties allows", pointer)
         if self.opt.property_order == "any" and (len(declared) > 1 or (declared and extra_member is not None)):
             return self._object_any_order(declared, extra_member, min_p, max_p, pointer)
         return self._object_schema_order(declared, extra_member, min_p, max_p, pointer)
@@ -725,9 +728,9 @@ class _Builder:
         max_items = _int_keyword(schema, "maxItems", None, pointer)
         for key, v in (("minItems", min_items), ("maxItems", max_items)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_items is not None and min_items > max_items:
-            raise SchemaError(f"minItems {min_items} > maxItems {max_items}", pointer)
+            raise EmptySchemaError(f"minItems {min_items} > maxItems {max_items}", pointer)
         w = self.w()
         comma = [w, num.lit(","), w]
         prefix_pieces = [self.value(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
@@ -805,7 +808,7 @@ class _Builder:
         hit = self.value(self._merge([items_schema, contains], pointer) if items_schema is not True else contains,
                          pointer + "/contains")
         if hit is None:
-            raise SchemaError("no item can satisfy contains", pointer + "/contains")
+            raise EmptySchemaError("no item can satisfy contains", pointer + "/contains")
         w = self.w()
         comma = [w, num.lit(","), w]
         # after(k): the rest of the array when k more hits are still needed, after a first element
@@ -1089,7 +1092,7 @@ def schema_to_cfg(schema: Any, options: SchemaOptions | None = None) -> CFG:
     b = _Builder(schema, options)
     piece = b.value(schema, "#")
     if piece is None:
-        raise SchemaError("the schema allows no instance at all", "#")
+        raise EmptySchemaError("the schema allows no instance at all", "#")
     start = b.rule("document", [[piece]])
     return CFG(terminals=b.terminals, terminal_names=b.terminal_names, nonterminal_names=b.nt_names,
                rules=b.rules, start=~start, ignore=frozenset(), source="json-schema")

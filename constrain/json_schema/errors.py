@@ -24,3 +24,9 @@ class UnsupportedSchemaError(GrammarError):
             f"unsupported JSON Schema keyword {keyword!r} at {self.pointer}{detail}. "
             "Pass unsupported='ignore' to drop it (the output is then NOT guaranteed to satisfy it)"
         )
+
+
+class EmptySchemaError(SchemaError):
+    """The constraints contradict each other: no instance can satisfy them (e.g. minimum > maximum).
+
+    Inside ``anyOf``/``oneOf`` such a branch is simply dropped; at the top it is an error."""
