@@ -17,6 +17,7 @@ class RefResolver:
         self.root = root
         self.base = root.get("$id", "") if isinstance(root, dict) else ""
         self._ids: dict[str, str] = {}  # absolute $id or base#anchor -> JSON pointer
+        self._base_at: dict[str, str] = {}  # JSON pointer of a schema -> its base URI ($id scope)
         self._index(root, "#", self.base)
         self._validator = None
 
@@ -26,6 +27,7 @@ class RefResolver:
             if node_id:
                 base = urljoin(base, node_id) if base else node_id
                 self._ids.setdefault(urldefrag(base)[0], pointer)
+            self._base_at[pointer] = base
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(key), str):
                     self._ids.setdefault(f"{urldefrag(base)[0]}#{node[key]}", pointer)
@@ -54,7 +56,8 @@ class RefResolver:
     def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", at + "/$ref")
-        target = urljoin(self.base, ref) if self.base else ref
+        base = self._base_for(at)
+        target = urljoin(base, ref) if base else ref
         doc, frag = urldefrag(target)
         if doc and doc != urldefrag(self.base)[0]:
             pointer = self._ids.get(doc)
@@ -77,6 +80,15 @@ class RefResolver:
             return pointer, self.pointer_get(pointer)
         except KeyError:
             raise SchemaError(f"dangling $ref {ref!r}: nothing at {pointer}", at + "/$ref") from None
+
+    def _base_for(self, at: str) -> str:
+        """The base URI in force at pointer ``at`` (its nearest indexed ancestor's)."""
+        while True:
+            if at in self._base_at:
+                return self._base_at[at]
+            if "/" not in at:
+                return self.base
+            at = at.rsplit("/", 1)[0]
 
     def deref(self, schema: Any, at: str) -> Any:
         """Follow a schema that is only a ``$ref`` (plus annotations); others come back unchanged."""
