@@ -22,7 +22,7 @@ MAX_CONTEXTS = 2_000_000  # documented limit: a pathological grammar stops here 
 
 @dataclass(frozen=True)
 class Context:
-    items: frozenset  # of (rule, dot, origin)
+    items: frozenset  # of (rule, dot, origin), completed items left out
     waiting: dict  # nonterminal -> tuple of items whose next symbol is that nonterminal
     terminals: frozenset  # terminal ids some item expects next
     accepts: bool  # the start symbol is complete from the root
@@ -36,7 +36,7 @@ class EarleyParser:
         self.by_lhs = cfg.by_lhs
         self.nullable = cfg.nullable()
         self.contexts: list[Context] = []
-        self._ids: dict[frozenset, int] = {}
+        self._ids: dict[tuple[frozenset, bool], int] = {}
         self._edges: dict[tuple[int, int], int] = {}
         root_items = self._closure([(r, 0, SELF) for r in self.by_lhs[cfg.start]], root=True)
         self.root = self._intern(root_items, root=True)
@@ -79,32 +79,39 @@ class EarleyParser:
         return items
 
     def _intern(self, items: set, root: bool = False) -> int:
-        key = frozenset(items)
-        cid = self._ids.get(key)
+        # Completed items are never read once the closure is done (``advance`` seeds from items
+        # expecting a terminal, completion reads ``waiting``); only "the start symbol is complete
+        # from the root" matters. Leaving them out of a context's identity merges sets that differ
+        # only in how earlier input was grouped (e.g. where a repetition ``x+`` split an ambiguous
+        # lexing), which would otherwise multiply the contexts at every split point.
+        rules = self.rules
+        start = self.cfg.start
+        root_id = len(self.contexts) if root else self.root
+        kept = []
+        accepts = False
+        for item in items:
+            r, dot, origin = item
+            if dot < len(rules[r][1]):
+                kept.append(item)
+            elif rules[r][0] == start and (origin == root_id or (root and origin == SELF)):
+                accepts = True
+        key = frozenset(kept)
+        cid = self._ids.get((key, accepts))
         if cid is not None:
             return cid
         if len(self.contexts) >= MAX_CONTEXTS:
             raise GrammarError(f"the parser exceeded {MAX_CONTEXTS} states; the grammar is too ambiguous to track")
-        rules = self.rules
         waiting: dict[int, list] = {}
         terminals = set()
-        accepts = False
-        start = self.cfg.start
-        root_id = len(self.contexts) if root else self.root
         for item in key:
-            r, dot, origin = item
-            rhs = rules[r][1]
-            if dot < len(rhs):
-                sym = rhs[dot]
-                if is_nt(sym):
-                    waiting.setdefault(~sym, []).append(item)
-                else:
-                    terminals.add(sym)
-            elif rules[r][0] == start and (origin == root_id or (root and origin == SELF)):
-                accepts = True
+            sym = rules[item[0]][1][item[1]]
+            if is_nt(sym):
+                waiting.setdefault(~sym, []).append(item)
+            else:
+                terminals.add(sym)
         cid = len(self.contexts)
         self.contexts.append(Context(key, {k: tuple(v) for k, v in waiting.items()}, frozenset(terminals), accepts))
-        self._ids[key] = cid
+        self._ids[(key, accepts)] = cid
         return cid
 
     # ------------------------------------------------------------------ stepping

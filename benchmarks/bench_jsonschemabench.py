@@ -1,0 +1,621 @@
+"""JSONSchemaBench: coverage, compile time and per-token masks, constrain vs the peers.
+
+Phases (each library runs in its own worker process, so a compile that hangs inside native
+code is killed at the limit instead of stalling the run):
+
+1. **Coverage / compile time** on ``--data`` (the JSONSchemaBench schemas, splits Github_easy,
+   Github_medium, Snowplow, Glaiveai2K), SmolLM2 tokenizer. A schema is covered when the grammar
+   is built and the first mask computed within ``--timeout`` s (default 10). Compile statistics
+   are over covered schemas.
+2. **Masks** on ``--maskbench`` (the same schemas with labelled instances): for each covered
+   schema and each *valid* instance, ``json.dumps(data, ensure_ascii=False)`` is tokenised
+   canonically; a fresh compile and a fresh matcher per instance (lazily built state is rebuilt,
+   i.e. per-request cost); per token only the call that writes the bitmask is timed, the
+   instance token's bit is checked (a cleared bit = false rejection), then EOS must be allowed.
+   Tokenizers: SmolLM2 and Llama 3. Our false rejections are classified: the instance is
+   invalid by ``jsonschema`` (label problem), accepted with ``property_order="any"`` or after
+   reordering its keys to schema order (property order), or neither (a compiler/engine bug).
+   Our grammar is also run over every *invalid* instance (text level): an accepted invalid
+   instance that ``jsonschema`` also rejects is a soundness bug.
+3. ``--generate N``: SmolLM2-135M generates for N covered schemas; each output must parse and
+   validate with ``jsonschema``.
+
+Our options: ``strict=False`` (specification semantics: undeclared properties allowed),
+``property_order="schema"``, ``whitespace="flexible"`` (like the peers' defaults),
+``formats="assert"``. Peers: library defaults as in ``shared/reference/peer-conformance.md``
+(xgrammar ``compile_json_schema`` defaults with ``max_threads=1``; llguidance defaults;
+outlines-core ``build_regex_from_schema`` -> ``Index``).
+
+    python benchmarks/bench_jsonschemabench.py --limit 150          # ~30-60 min on 2 cores
+    python benchmarks/bench_jsonschemabench.py --limit 20 --libs constrain --tokenizers smollm2
+    python benchmarks/bench_jsonschemabench.py --limit 0 --generate 10   # generation only
+
+Saves ``benchmarks/results/jsonschemabench.md`` (or ``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    RESULTS_DIR,
+    LLGuidance,
+    OutlinesCore,
+    Ours,
+    Report,
+    XGrammar,
+    bit_set,
+    fmt_num,
+    load_hf_tokenizer,
+    log,
+    md_table,
+    run_pass,
+    tokenizer_label,
+)
+from _workers import Worker, WorkerSetupError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SPLITS = ("Github_easy", "Github_medium", "Snowplow", "Glaiveai2K")
+LIBS = ("constrain", "xgrammar", "llguidance", "outlines_core")
+OUR_OPTIONS = dict(strict=False, property_order="schema", whitespace="flexible", formats="assert")
+
+
+def default_data_dirs() -> tuple[Path, Path]:
+    for base in (ROOT.parent / "shared" / "data", Path("/work/shared/data")):
+        if (base / "jsonschemabench").is_dir():
+            return base / "jsonschemabench", base / "jsonschemabench-maskbench"
+    base = ROOT.parent / "shared" / "data"
+    return base / "jsonschemabench", base / "jsonschemabench-maskbench"
+
+
+# --------------------------------------------------------------------------- adapters (worker side)
+
+
+class OursJSB(Ours):
+    kinds = ("json",)
+
+    def __init__(self, **options) -> None:
+        super().__init__()
+        self.options = options or dict(OUR_OPTIONS)
+
+    def prepare(self, tok, use_cache: bool = True):
+        return super().prepare(tok, use_cache=use_cache)
+
+    def compile(self, index, kind, source):
+        c = self.constrain
+        return c.compile(c.Grammar.from_json_schema(source, **self.options), index, cache=False)
+
+
+class XGrammarJSB(XGrammar):
+    def compile(self, info, kind, source):
+        comp = self.xgr.GrammarCompiler(info, cache_enabled=False, max_threads=1)
+        return comp.compile_json_schema(json.dumps(source))
+
+    def eos_ok(self, m, bm, eos_ids):
+        self.fill(m, bm)
+        return any(bit_set(bm, e) for e in list(m.stop_token_ids) + list(eos_ids))
+
+
+ADAPTERS = {"constrain": OursJSB, "xgrammar": XGrammarJSB, "llguidance": LLGuidance, "outlines_core": OutlinesCore}
+
+
+def _setup(lib: str, tok_key: str):
+    import torch
+
+    tok = load_hf_tokenizer(tok_key)
+    adapter = ADAPTERS[lib]()
+    info = adapter.prepare(tok)
+    eos = list(info.eos_token_ids) if lib == "constrain" else [tok.eos_token_id]
+    width = (len(tok) + 31) // 32
+    return {"lib": lib, "tok": tok, "a": adapter, "info": info, "eos": eos, "width": width,
+            "bm": torch.full((1, width), -1, dtype=torch.int32)}
+
+
+def _err(e: BaseException) -> dict:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    keyword = getattr(e, "keyword", None)
+    return {"error": f"unsupported {keyword}" if keyword else f"{type(e).__name__}: {text[:120]}",
+            "pointer": getattr(e, "pointer", None), "message": text[:300]}
+
+
+def compile_one(st, schema) -> dict:
+    a = st["a"]
+    t0 = time.perf_counter()
+    try:
+        compiled = a.compile(st["info"], "json", schema)
+        m = a.matcher(compiled)
+        a.fill(m, st["bm"])
+    except Exception as e:  # noqa: BLE001
+        return _err(e)
+    return {"s": time.perf_counter() - t0}
+
+
+def _validator(schema):
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def _reorder(data, schema, root, depth=0):
+    """``data`` with object keys in the order of the schema's ``properties`` (local $refs followed)."""
+    if depth > 50 or not isinstance(schema, dict):
+        return data
+    seen = 0
+    while "$ref" in schema and isinstance(schema["$ref"], str) and schema["$ref"].startswith("#") and seen < 20:
+        node = root
+        try:
+            for part in schema["$ref"][1:].split("/")[1:]:
+                node = node[part.replace("~1", "/").replace("~0", "~")]
+        except (KeyError, TypeError):
+            break
+        schema, seen = node, seen + 1
+        if not isinstance(schema, dict):
+            return data
+    if isinstance(data, dict):
+        props = schema.get("properties", {}) if isinstance(schema.get("properties"), dict) else {}
+        order = {k: i for i, k in enumerate(props)}
+        keys = sorted(data, key=lambda k: order.get(k, len(order)))
+        return {k: _reorder(data[k], props.get(k, {}), root, depth + 1) for k in keys}
+    if isinstance(data, list):
+        items = schema.get("items", {})
+        return [_reorder(x, items if isinstance(items, dict) else {}, root, depth + 1) for x in data]
+    return data
+
+
+def _classify(st, schema, data) -> str:
+    """Why did our grammar reject a MaskBench *valid* instance?"""
+    import constrain
+
+    try:
+        if not _validator(schema).is_valid(data):
+            return "invalid per jsonschema (label)"
+    except Exception:  # noqa: BLE001 - a schema jsonschema cannot handle
+        return "jsonschema error"
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        g = constrain.Grammar.from_json_schema(schema, **dict(OUR_OPTIONS, property_order="any"))
+        if constrain.compile(g, st["info"], cache=False).accepts_text(text):
+            return "property order"
+    except Exception:  # noqa: BLE001 - any order refused (too many properties): try reordering
+        pass
+    reordered = json.dumps(_reorder(data, schema, schema), ensure_ascii=False)
+    if reordered != text:
+        try:
+            g = constrain.Grammar.from_json_schema(schema, **OUR_OPTIONS)
+            if constrain.compile(g, st["info"], cache=False).accepts_text(reordered):
+                return "property order"
+        except Exception:  # noqa: BLE001
+            pass
+    return "other (compiler/engine)"
+
+
+def mask_walk(st, schema, datas: list) -> dict:
+    """Fresh compile + fresh matcher per valid instance; per-token mask times (ns)."""
+    a, tok = st["a"], st["tok"]
+
+    def pieces(t):
+        return tok.decode([t])
+
+    out = []
+    for data in datas:
+        text = json.dumps(data, ensure_ascii=False)
+        ids = list(tok.encode(text, add_special_tokens=False))
+        try:
+            compiled = a.compile(st["info"], "json", schema)
+            m = a.matcher(compiled)
+            res = run_pass(a, m, ids, st["eos"], st["width"], pieces)
+        except Exception as e:  # noqa: BLE001
+            out.append(_err(e))
+            continue
+        rec = {"times": res.times_ns, "ntok": len(ids), "rejected": res.rejected, "eos_ok": res.eos_ok}
+        if st["lib"] == "constrain" and (res.rejected or not res.eos_ok):
+            rec["why"] = _classify(st, schema, data)
+            rec["text"] = text[:300]
+        out.append(rec)
+    return {"instances": out}
+
+
+def invalid_check(st, schema, datas: list) -> dict:
+    """Ours only: which labelled-invalid instances does our grammar accept (text level)?"""
+    a = st["a"]
+    try:
+        compiled = a.compile(st["info"], "json", schema)
+    except Exception as e:  # noqa: BLE001
+        return _err(e)
+    accepted = []
+    for data in datas:
+        text = json.dumps(data, ensure_ascii=False)
+        if compiled.accepts_text(text):
+            try:
+                oracle = _validator(schema).is_valid(data)
+            except Exception:  # noqa: BLE001
+                oracle = None
+            accepted.append({"text": text[:300], "jsonschema_valid": oracle})
+    return {"n": len(datas), "accepted": accepted}
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def pick(files: list[Path], limit: int | None, seed: int = 0) -> list[Path]:
+    files = sorted(files)
+    if limit is None or limit >= len(files):
+        return files
+    return sorted(random.Random(seed).sample(files, limit))
+
+
+def snippet(schema, pointer: str | None, width: int = 220) -> str:
+    if not pointer or pointer == "#":
+        node = schema
+    else:
+        node = schema
+        for part in pointer.lstrip("#").strip("/").split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                break
+    text = json.dumps(node, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def pct(a, b) -> str:
+    return f"{100 * a / b:.1f}%" if b else "-"
+
+
+def main() -> None:
+    data_default, mask_default = default_data_dirs()
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=str(data_default), help="JSONSchemaBench schemas (<split>/*.json)")
+    p.add_argument("--maskbench", default=str(mask_default), help="MaskBench files (<split>/*.json)")
+    p.add_argument("--splits", default=",".join(SPLITS))
+    p.add_argument("--limit", type=int, default=None, help="schemas per split (seeded random sample; default all)")
+    p.add_argument("--outlines-limit", type=int, default=50,
+                   help="schemas per split for outlines-core (its compiles often run to the limit)")
+    p.add_argument("--libs", default=",".join(LIBS))
+    p.add_argument("--timeout", type=float, default=10.0, help="compile limit per schema, seconds")
+    p.add_argument("--tokenizers", default="smollm2,llama3", help="tokenizers of the mask phase")
+    p.add_argument("--outlines-mask-tokenizers", default="smollm2")
+    p.add_argument("--mask-timeout", type=float, default=180.0, help="limit per schema in the mask phase (all instances)")
+    p.add_argument("--no-masks", action="store_true")
+    p.add_argument("--generate", type=int, default=0, help="generate with SmolLM2 for N covered schemas")
+    p.add_argument("--gen-max-tokens", type=int, default=384)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="")
+    args = p.parse_args()
+
+    data_dir, mask_dir = Path(args.data), Path(args.maskbench)
+    if not data_dir.is_dir():
+        print(f"JSONSchemaBench data not found at {data_dir} (pass --data); nothing to measure.", file=sys.stderr)
+        sys.exit(2)
+    have_masks = mask_dir.is_dir()
+    if not have_masks:
+        log(f"MaskBench data not found at {mask_dir}: the mask phase is skipped (pass --maskbench)")
+    splits = [s for s in args.splits.split(",") if s]
+    libs = [x for x in args.libs.split(",") if x]
+    limit = args.limit if args.limit is None or args.limit > 0 else 0
+    samples = {s: pick(list((data_dir / s).glob("*.json")), limit, args.seed) if limit != 0 else [] for s in splits}
+    totals = {s: len(list((data_dir / s).glob("*.json"))) for s in splits}
+
+    r = Report()
+    r("# JSONSchemaBench: coverage, compile time, masks")
+    r()
+    import importlib.metadata as md
+
+    vers = []
+    for name in ("xgrammar", "llguidance", "outlines_core", "jsonschema", "torch"):
+        try:
+            vers.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            pass
+    r(f"Data: `{data_dir}`, `{mask_dir}`{'' if have_masks else ' (ABSENT: no mask phase)'}. "
+      f"Sample: {'all' if args.limit is None else args.limit} schemas per split (seed {args.seed}); "
+      f"outlines-core: {args.outlines_limit} of those. Versions: {', '.join(vers)}. 2 vCPU, CPU only.")
+    r()
+    r(f"Our options: `{', '.join(f'{k}={v!r}' for k, v in OUR_OPTIONS.items())}`. xgrammar: `compile_json_schema` "
+      "defaults (`any_whitespace=True, strict_mode=True`), `max_threads=1`, no cache. llguidance: "
+      "`grammar_from_json_schema` defaults. outlines-core: `build_regex_from_schema` defaults -> `Index`.")
+    r()
+
+    # ---------------------------------------------------------------- phase 1: coverage
+    cov: dict[tuple[str, str], dict[str, dict]] = {}  # (split, lib) -> file -> result
+    t_phase = time.perf_counter()
+    for lib in libs:
+        try:
+            w = Worker(_setup, (lib, "smollm2"))
+            for s in splits:
+                files = samples[s]
+                if lib == "outlines_core" and args.outlines_limit is not None:
+                    files = pick(files, args.outlines_limit, args.seed)
+                res = cov[(s, lib)] = {}
+                t0 = time.perf_counter()
+                for f in files:
+                    schema = json.loads(f.read_text())
+                    status, val = w.call(compile_one, schema, timeout=args.timeout)
+                    if status == "ok":
+                        res[f.name] = val
+                    elif status == "error":
+                        res[f.name] = {"error": val}
+                    else:
+                        res[f.name] = {"error": f"<{status}>", "status": status}
+                ok = sum("s" in v for v in res.values())
+                log(f"coverage {lib} {s}: {ok}/{len(files)} in {time.perf_counter() - t0:.0f}s")
+            w.close()
+        except WorkerSetupError as e:
+            log(f"{lib} unavailable: {str(e).splitlines()[0]}")
+    log(f"coverage phase {time.perf_counter() - t_phase:.0f}s")
+    libs = [x for x in libs if any(k[1] == x for k in cov)]
+
+    r("## Coverage and compile time (SmolLM2 tokenizer)")
+    r()
+    r(f"Covered = grammar built and first mask computed within {args.timeout:.0f} s. Compile time = that, "
+      "over covered schemas (timeouts excluded).")
+    r()
+    rows = []
+    for s in splits:
+        for lib in libs:
+            res = cov.get((s, lib))
+            if res is None:
+                continue
+            times = [v["s"] for v in res.values() if "s" in v]
+            n = len(res)
+            timeouts = sum(v.get("status") == "timeout" for v in res.values())
+            crashes = sum(v.get("status") == "crash" for v in res.values())
+            errors = n - len(times) - timeouts - crashes
+            rows.append([s, lib, f"{n} (of {totals[s]})", len(times), errors, timeouts, crashes, pct(len(times), n),
+                         fmt_num(float(np.median(times))) if times else "-",
+                         fmt_num(float(np.percentile(times, 90))) if times else "-",
+                         fmt_num(max(times)) if times else "-"])
+    r(md_table(["split", "lib", "attempted", "compiled", "error", "timeout", "crash", "coverage", "median s",
+                "p90 s", "max s"], rows))
+    r()
+    # totals over splits, on the common sample (outlines excluded from the common-sample row)
+    rows = []
+    for lib in libs:
+        allres = [v for s in splits for v in cov.get((s, lib), {}).values()]
+        times = [v["s"] for v in allres if "s" in v]
+        rows.append([lib, len(allres), len(times), pct(len(times), len(allres)),
+                     fmt_num(float(np.median(times))) if times else "-",
+                     fmt_num(float(np.percentile(times, 90))) if times else "-", fmt_num(max(times)) if times else "-"])
+    r(md_table(["lib (all splits)", "attempted", "compiled", "coverage", "median s", "p90 s", "max s"], rows))
+    r()
+
+    r("### Most frequent compile errors")
+    r()
+    for lib in libs:
+        errs = Counter()
+        examples = defaultdict(list)
+        for s in splits:
+            for fname, v in cov.get((s, lib), {}).items():
+                if "error" in v:
+                    e = v["error"] if isinstance(v["error"], str) else str(v["error"])
+                    key = e[:90]
+                    errs[key] += 1
+                    examples[key].append((s, fname, v))
+        r(f"**{lib}** ({sum(errs.values())} not covered)")
+        r()
+        for key, n in errs.most_common(14 if lib == "constrain" else 8):
+            r(f"- {n} × `{key}`")
+            if lib == "constrain":
+                for s, fname, v in examples[key][:2]:
+                    schema = json.loads((data_dir / s / fname).read_text())
+                    ptr = v.get("pointer") or "#"
+                    r(f"  - `{s}/{fname}` at `{ptr}`: `{snippet(schema, ptr.rsplit('/', 1)[0] if key.startswith('unsupported') and '/' in ptr else ptr)}`")
+        r()
+
+    # ---------------------------------------------------------------- phase 2: masks
+    mask_results: dict[tuple[str, str, str], list] = defaultdict(list)  # (split, tok, lib) -> instance records
+    invalid_results: dict[str, list] = defaultdict(list)
+    mask_errors: dict[tuple[str, str, str], Counter] = defaultdict(Counter)
+    if have_masks and not args.no_masks and limit != 0:
+        t_phase = time.perf_counter()
+        for tok_key in [t for t in args.tokenizers.split(",") if t]:
+            for lib in libs:
+                if lib == "outlines_core" and tok_key not in args.outlines_mask_tokenizers.split(","):
+                    continue
+                try:
+                    w = Worker(_setup, (lib, tok_key))
+                    t0 = time.perf_counter()
+                    for s in splits:
+                        for fname, v in cov.get((s, lib), {}).items():
+                            if "s" not in v:
+                                continue
+                            mpath = mask_dir / s / fname
+                            if not mpath.exists():
+                                continue
+                            mb = json.loads(mpath.read_text())
+                            valid = [t["data"] for t in mb.get("tests", []) if t.get("valid")]
+                            invalid = [t["data"] for t in mb.get("tests", []) if not t.get("valid")]
+                            if valid:
+                                status, val = w.call(mask_walk, mb["schema"], valid, timeout=args.mask_timeout)
+                                if status != "ok":
+                                    mask_errors[(s, tok_key, lib)][f"<{status}>" if status != "error" else val[:80]] += 1
+                                else:
+                                    for rec in val["instances"]:
+                                        rec["file"] = fname
+                                        if "error" in rec:
+                                            mask_errors[(s, tok_key, lib)][rec["error"][:80]] += 1
+                                        else:
+                                            mask_results[(s, tok_key, lib)].append(rec)
+                            if lib == "constrain" and tok_key == "smollm2" and invalid:
+                                status, val = w.call(invalid_check, mb["schema"], invalid, timeout=args.mask_timeout)
+                                if status == "ok" and "accepted" in val:
+                                    invalid_results[s].append((fname, val))
+                    log(f"masks {lib} {tok_key}: {time.perf_counter() - t0:.0f}s")
+                    w.close()
+                except WorkerSetupError as e:
+                    log(f"{lib} unavailable for {tok_key}: {str(e).splitlines()[0]}")
+        log(f"mask phase {time.perf_counter() - t_phase:.0f}s")
+
+        r("## Per-token masks on MaskBench valid instances")
+        r()
+        r("Each library on the schemas *it* covered (so rows are not over the same instances; see the "
+          "`schemas`/`instances` columns). µs per mask call; `first` = median over instances of the "
+          "first mask (includes lazily built state); rejected = instances with a token cleared by the "
+          "mask or EOS refused at the end (a valid instance must never be rejected).")
+        r()
+        rows = []
+        for tok_key in [t for t in args.tokenizers.split(",") if t]:
+            for s in splits + ["all"]:
+                for lib in libs:
+                    keys = [(x, tok_key, lib) for x in (splits if s == "all" else [s])]
+                    recs = [rec for k in keys for rec in mask_results.get(k, [])]
+                    errs = sum(sum(mask_errors.get(k, Counter()).values()) for k in keys)
+                    if not recs and not errs:
+                        continue
+                    times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3 \
+                        if recs else np.zeros(0)
+                    firsts = [rec["times"][0] / 1e3 for rec in recs if rec["times"]]
+                    rejected = sum(bool(rec["rejected"]) or not rec["eos_ok"] for rec in recs)
+                    nschemas = len({rec["file"] for rec in recs})
+                    rows.append([s, tokenizer_label(tok_key), lib, nschemas, len(recs), len(times),
+                                 fmt_num(float(times.mean())) if len(times) else "-",
+                                 fmt_num(float(np.percentile(times, 50))) if len(times) else "-",
+                                 fmt_num(float(np.percentile(times, 99))) if len(times) else "-",
+                                 fmt_num(float(times.max())) if len(times) else "-",
+                                 fmt_num(float(np.median(firsts))) if firsts else "-",
+                                 rejected, errs])
+        r(md_table(["split", "tokenizer", "lib", "schemas", "instances", "tokens", "mean µs", "p50 µs", "p99 µs",
+                    "max µs", "first µs", "rejected", "errors/timeouts"], rows))
+        r()
+        # the same on the common subset: instances every library covered
+        for tok_key in [t for t in args.tokenizers.split(",") if t]:
+            present = [lib for lib in libs if any(k[1] == tok_key and k[2] == lib for k in mask_results)]
+            if len(present) < 2:
+                continue
+            sets = []
+            for lib in present:
+                sets.append({(s, rec["file"]) for s in splits for rec in mask_results.get((s, tok_key, lib), [])})
+            common = set.intersection(*sets) if sets else set()
+            rows = []
+            for lib in present:
+                recs = [rec for s in splits for rec in mask_results.get((s, tok_key, lib), []) if (s, rec["file"]) in common]
+                if not recs:
+                    continue
+                times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3
+                rows.append([lib, len(common), len(recs), len(times), fmt_num(float(times.mean())),
+                             fmt_num(float(np.percentile(times, 50))), fmt_num(float(np.percentile(times, 99))),
+                             fmt_num(float(times.max()))])
+            r(f"Common subset ({tokenizer_label(tok_key)}: schemas every library in this table covered; "
+              f"{', '.join(present)}):")
+            r()
+            r(md_table(["lib", "schemas", "instances", "tokens", "mean µs", "p50 µs", "p99 µs", "max µs"], rows))
+            r()
+
+        r("### Our rejections of valid MaskBench instances")
+        r()
+        why = Counter()
+        examples = defaultdict(list)
+        for (s, tok_key, lib), recs in mask_results.items():
+            if lib != "constrain" or tok_key != "smollm2":
+                continue
+            for rec in recs:
+                if rec["rejected"] or not rec["eos_ok"]:
+                    why[rec.get("why", "?")] += 1
+                    examples[rec.get("why", "?")].append((s, rec))
+        nvalid = sum(len(v) for (s, t, lib), v in mask_results.items() if lib == "constrain" and t == "smollm2")
+        r(f"SmolLM2: {sum(why.values())} of {nvalid} valid instances rejected.")
+        r()
+        for k, n in why.most_common():
+            r(f"- {n} × {k}")
+            for s, rec in examples[k][:4 if k.startswith("other") else 2]:
+                r(f"  - `{s}/{rec['file']}`: {rec['rejected'] or 'EOS refused'}; instance `{rec.get('text', '')[:160]}`")
+        r()
+        r("### Labelled-invalid MaskBench instances our grammar accepts (text level, SmolLM2 run)")
+        r()
+        n_inv = sum(v["n"] for s in invalid_results for _, v in invalid_results[s])
+        acc = [(s, f, a) for s in invalid_results for f, v in invalid_results[s] for a in v["accepted"]]
+        real = [x for x in acc if x[2]["jsonschema_valid"] is False]
+        r(f"{len(acc)} of {n_inv} invalid instances accepted; {len(real)} of those are invalid per `jsonschema` too "
+          "(soundness bugs); the rest `jsonschema` (with FormatChecker) calls valid (label disagreements).")
+        r()
+        for s, f, a in real[:10]:
+            r(f"- UNSOUND `{s}/{f}`: `{a['text'][:200]}`")
+        for s, f, a in [x for x in acc if x[2]["jsonschema_valid"] is not False][:5]:
+            r(f"- label: `{s}/{f}` (jsonschema valid={a['jsonschema_valid']}): `{a['text'][:160]}`")
+        r()
+
+    # ---------------------------------------------------------------- phase 3: generation
+    if args.generate:
+        r("## Generation (SmolLM2-135M-Instruct, greedy)")
+        r()
+        gen_rows, gen_counts = generate_phase(args, splits, samples, cov, data_dir)
+        r(f"{args.generate} schemas (covered by ours, round-robin over splits), `max_new_tokens={args.gen_max_tokens}`, "
+          f"our options as above. Outcome counts: {dict(gen_counts)}.")
+        r()
+        r(md_table(["schema", "outcome", "tokens", "seconds", "output (start)"], gen_rows))
+        r()
+
+    out = Path(args.out) if args.out else RESULTS_DIR / "jsonschemabench.md"
+    r.save(out)
+    log(f"saved {out}")
+
+
+def generate_phase(args, splits, samples, cov, data_dir):
+    import jsonschema
+
+    import constrain
+    from constrain.generate import IncompleteGenerationError, generate
+    from constrain.models import load_model
+
+    model, tok = load_model()
+    pool = []
+    per_split = {s: [f for f in samples[s] if "s" in cov.get((s, "constrain"), {}).get(f.name, {})] for s in splits}
+    if not any(per_split.values()):  # no coverage phase ran: try the first schemas of each split
+        per_split = {s: sorted((data_dir / s).glob("*.json"))[:max(args.generate, 1) * 3] for s in splits}
+    i = 0
+    while len(pool) < args.generate and any(per_split.values()):
+        s = splits[i % len(splits)]
+        if per_split[s]:
+            pool.append((s, per_split[s].pop(0)))
+        i += 1
+    rows, counts = [], Counter()
+    for s, f in pool:
+        schema = json.loads(f.read_text())
+        try:
+            grammar = constrain.Grammar.from_json_schema(schema, **OUR_OPTIONS)
+        except Exception as e:  # noqa: BLE001
+            counts["compile error"] += 1
+            rows.append([f"{s}/{f.name}", f"compile error {str(e)[:60]}", "-", "-", ""])
+            continue
+        prompt = ("Write one JSON document that is valid against this JSON schema. Answer with the JSON only.\n"
+                  + json.dumps(schema)[:3000])
+        t0 = time.perf_counter()
+        try:
+            text = generate(prompt, grammar=grammar, model=model, tokenizer=tok, max_new_tokens=args.gen_max_tokens)
+        except IncompleteGenerationError as e:
+            counts["incomplete (max_new_tokens)"] += 1
+            rows.append([f"{s}/{f.name}", "incomplete", len(e.token_ids), f"{time.perf_counter() - t0:.1f}",
+                         f"`{e.text[:60]}`"])
+            continue
+        dt = time.perf_counter() - t0
+        ntok = len(tok.encode(text, add_special_tokens=False))
+        try:
+            doc = json.loads(text)
+        except ValueError as e:
+            counts["NOT JSON"] += 1
+            rows.append([f"{s}/{f.name}", f"NOT JSON: {e}", ntok, f"{dt:.1f}", f"`{text[:60]}`"])
+            continue
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(doc))
+        outcome = "valid" if not errors else f"INVALID: {errors[0].message[:80]}"
+        counts["valid" if not errors else "INVALID"] += 1
+        rows.append([f"{s}/{f.name}", outcome, ntok, f"{dt:.1f}", f"`{text[:60].replace('|', '/')}`"])
+        log(f"generate {s}/{f.name}: {outcome} ({ntok} tokens, {dt:.1f}s)")
+    return rows, counts
+
+
+if __name__ == "__main__":
+    main()
