@@ -47,7 +47,6 @@ class EarleyParser:
         items: set = set()
         work = list(seed)
         predicted: set[int] = set()
-        completed_here: set[int] = set()  # nonterminals completed with origin SELF (nullable)
         while work:
             item = work.pop()
             if item in items:
@@ -63,16 +62,13 @@ class EarleyParser:
                         predicted.add(a)
                         for r2 in by_lhs[a]:
                             work.append((r2, 0, SELF))
-                    if a in nullable or a in completed_here:
+                    if a in nullable:
                         work.append((r, dot + 1, origin))
                 continue
             lhs = rules[r][0]
             if origin == SELF:
-                completed_here.add(lhs)
-                for r2, d2, o2 in list(items):
-                    rhs2 = rules[r2][1]
-                    if d2 < len(rhs2) and rhs2[d2] == ~lhs:
-                        work.append((r2, d2 + 1, o2))
+                # completed without consuming input: lhs is nullable, and every item waiting for a
+                # nullable nonterminal was already advanced over it when predicted (Aycock-Horspool)
                 continue
             for r2, d2, o2 in self.contexts[origin].waiting.get(lhs, ()):
                 work.append((r2, d2 + 1, origin if o2 == SELF else o2))

@@ -26,6 +26,10 @@ class LexerBlocks:
         self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
         self._starts: dict[frozenset, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._trans = np.full((64, 256), -1, dtype=np.int32)
+        self._filled = 0
+        self._ptr_list: list[int] = [0]
+        self._terms_list: list[int] = []
 
     def start_for(self, allowed: frozenset[int]) -> int:
         key = frozenset(allowed) | self.ignore
@@ -35,13 +39,25 @@ class LexerBlocks:
         return start
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk.
+
+        Grown in place (capacity doubling): a new block appends its rows instead of rebuilding."""
         if self._arrays is None:
-            trans = np.asarray(self.rows, dtype=np.int32).reshape(len(self.rows), 256)
-            counts = np.fromiter((len(a) for a in self.accepts), dtype=np.int32, count=len(self.accepts))
-            ptr = np.zeros(len(self.accepts) + 1, dtype=np.int32)
-            np.cumsum(counts, out=ptr[1:])
-            terms = np.fromiter((t for a in self.accepts for t in a), dtype=np.int32, count=int(ptr[-1]))
-            self._arrays = (trans, ptr, terms)
+            have = self._filled
+            n = len(self.rows)
+            if self._trans.shape[0] < n:
+                cap = max(n, 2 * self._trans.shape[0])
+                grown = np.full((cap, 256), -1, dtype=np.int32)
+                grown[:have] = self._trans[:have]
+                self._trans = grown
+            if n > have:
+                self._trans[have:n] = np.asarray(self.rows[have:n], dtype=np.int32).reshape(n - have, 256)
+                for a in self.accepts[have:n]:
+                    self._terms_list.extend(a)
+                    self._ptr_list.append(len(self._terms_list))
+                self._filled = n
+            self._arrays = (self._trans[:n], np.asarray(self._ptr_list, dtype=np.int32),
+                            np.asarray(self._terms_list, dtype=np.int32))
         return self._arrays
 
     def _add_classes(self, rows, accepts) -> None:
