@@ -116,6 +116,146 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next,
     return 0
 
 
+@numba.njit(cache=True, nogil=True)
+def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, max_depth, out_words, ev_node, ev_state):  # pragma: no cover
+    """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
+    where a terminal may end (events: the only places the parser is ever consulted)."""
+    stack = np.empty(max_depth + 2, dtype=np.int32)
+    stack[0] = start
+    n = byte.shape[0]
+    n_ev = 0
+    i = 0
+    while i < n:
+        d = depth[i]
+        g = trans[stack[d], byte[i]]
+        if g < 0:
+            i = skip[i]
+            continue
+        stack[d + 1] = g
+        if acc_ptr[g + 1] > acc_ptr[g]:
+            ev_node[n_ev] = i
+            ev_state[n_ev] = g
+            n_ev += 1
+        t = token[i]
+        if t >= 0:
+            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        i += 1
+    return n_ev
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next, c, ev_node, ev_state,
+                     byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover
+    """The context-dependent part of a mask: below every event node, walk the subtree from the
+    configurations that start the next terminal in context ``c``. Resumable like ``_walk_cfg``:
+    ``pos`` = [event index, node index or -1 before the event's start]. (Written out in one body:
+    numba optimises it far better than the same logic split into helper functions.)"""
+    cap = cfg_c.shape[1]
+    e = pos[0]
+    i = pos[1]
+    while e < ev_node.shape[0]:
+        node = ev_node[e]
+        d0 = depth[node] + 1
+        if i < 0:
+            g2 = ev_state[e]
+            m = 0
+            for a in range(acc_ptr[g2], acc_ptr[g2 + 1]):
+                t = acc_terms[a]
+                for pass_ in range(2):
+                    if pass_ == 0:
+                        if not is_ignore[t]:
+                            continue
+                        c2 = c
+                    else:
+                        c2 = ctx_next[c, t]
+                        if c2 == -2:
+                            need[0] = c
+                            need[1] = t
+                            pos[0] = e
+                            pos[1] = -1
+                            return 1
+                        if c2 < 0:
+                            continue
+                    s2 = ctx_start[c2]
+                    dup = False
+                    for j in range(m):
+                        if cfg_c[d0, j] == c2 and cfg_g[d0, j] == s2:
+                            dup = True
+                            break
+                    if not dup:
+                        if m == cap:
+                            return 2
+                        cfg_c[d0, m] = c2
+                        cfg_g[d0, m] = s2
+                        m += 1
+            if m == 0:
+                e += 1
+                continue
+            cnt[d0] = m
+            i = node + 1
+        end = skip[node]
+        while i < end:
+            d = depth[i]
+            b = byte[i]
+            m = 0
+            for k in range(cnt[d]):
+                cc = cfg_c[d, k]
+                g2 = trans[cfg_g[d, k], b]
+                if g2 < 0:
+                    continue
+                dup = False
+                for j in range(m):
+                    if cfg_c[d + 1, j] == cc and cfg_g[d + 1, j] == g2:
+                        dup = True
+                        break
+                if not dup:
+                    if m == cap:
+                        return 2
+                    cfg_c[d + 1, m] = cc
+                    cfg_g[d + 1, m] = g2
+                    m += 1
+                for a in range(acc_ptr[g2], acc_ptr[g2 + 1]):
+                    t = acc_terms[a]
+                    for pass_ in range(2):
+                        if pass_ == 0:
+                            if not is_ignore[t]:
+                                continue
+                            c2 = cc
+                        else:
+                            c2 = ctx_next[cc, t]
+                            if c2 == -2:
+                                need[0] = cc
+                                need[1] = t
+                                pos[0] = e
+                                pos[1] = i
+                                return 1
+                            if c2 < 0:
+                                continue
+                        s2 = ctx_start[c2]
+                        dup = False
+                        for j in range(m):
+                            if cfg_c[d + 1, j] == c2 and cfg_g[d + 1, j] == s2:
+                                dup = True
+                                break
+                        if not dup:
+                            if m == cap:
+                                return 2
+                            cfg_c[d + 1, m] = c2
+                            cfg_g[d + 1, m] = s2
+                            m += 1
+            if m == 0:
+                i = skip[i]
+                continue
+            cnt[d + 1] = m
+            t = token[i]
+            if t >= 0:
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            i += 1
+        e += 1
+        i = -1
+    return 0
+
+
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar") -> None:
         self.cfg = cfg
@@ -139,6 +279,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._configs: list[frozenset] = []
         self._masks: dict[int, MaskEntry] = {}
         self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
+        self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
+        self._boundary_parts: dict[tuple[int, int], np.ndarray | None] = {}  # (context, class) -> bits
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         self._register_contexts()
@@ -265,11 +407,44 @@ class CFGCompiledGrammar(CompiledGrammar):
         return entry
 
     def _walk(self, config_id: int):
+        """Mask bits of a configuration set: per configuration, the context-independent tokens of its
+        lexer state (cached per state class, shared by every context) plus the tokens that cross a
+        terminal boundary (walked only below the nodes where a terminal may end)."""
         configs = sorted(self._configs[config_id])
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         trie = self.index.trie
         nodes = trie_nodes(trie)
+        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        classes = self.lexers.mask_class
+        dense = []  # configurations whose terminals may end almost anywhere: one combined walk is cheaper
+        sparse_limit = max(64, len(nodes.byte) // 32)
+        for c, g in configs:
+            inside, events_node, events_state = self._lexer_part(g)
+            if len(events_node) > sparse_limit:
+                dense.append((c, g))
+                continue
+            words |= inside
+            key = (c, classes[g])
+            part = self._boundary_parts.get(key)
+            if part is None:
+                part = self._boundary_part(c, events_node, events_state, nodes, trie)
+                self._boundary_parts[key] = part
+            if part is not None:
+                words |= part
+        if dense:
+            words |= self._combined_walk(dense, nodes, trie)
+        for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
+            if (words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
+                words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
+        count = int(np.unpackbits(words.view(np.uint8)).sum())
+        last = -1
+        if count == 1:
+            last = int(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0])
+        return words, count, last
+
+    def _combined_walk(self, configs, nodes, trie) -> np.ndarray:
+        """One walk of the whole trie carrying the configuration set (``_walk_cfg``)."""
         cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
         cfg_g = np.empty_like(cfg_c)
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
@@ -285,18 +460,51 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, ctx_start, ctx_next,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                break
+                return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
             self._child(int(need[0]), int(need[1]))
-        count, last = int(pos[1]), int(pos[2])
-        for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
-            if (words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
-                words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
-                count += 1
-                last = dst
-        return words, count, last
+
+    def _lexer_part(self, g: int):
+        """(tokens staying inside the lexer from ``g``, event nodes, event states), per state class."""
+        cls = self.lexers.mask_class[g]
+        hit = self._lexer_parts.get(cls)
+        if hit is not None:
+            return hit
+        trie = self.index.trie
+        nodes = trie_nodes(trie)
+        trans, acc_ptr, _ = self.lexers.arrays()
+        inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        ev_node = np.empty(len(nodes.byte), dtype=np.int32)
+        ev_state = np.empty(len(nodes.byte), dtype=np.int32)
+        n_ev = _walk_lexer(trans, acc_ptr, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
+                           trie.max_len, inside, ev_node, ev_state)
+        hit = (inside, ev_node[:n_ev].copy(), ev_state[:n_ev].copy())
+        self._lexer_parts[cls] = hit
+        return hit
+
+    def _boundary_part(self, c: int, ev_node, ev_state, nodes, trie):
+        if len(ev_node) == 0:
+            return None
+        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
+        cfg_g = np.empty_like(cfg_c)
+        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
+        pos = np.array([0, -1], dtype=np.int64)
+        need = np.zeros(2, dtype=np.int32)
+        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        while True:
+            trans, acc_ptr, acc_terms = self.lexers.arrays()
+            ctx_start, ctx_next = self._context_arrays()
+            status = _walk_boundaries(trans, acc_ptr, acc_terms, self._is_ignore, ctx_start, ctx_next, np.int32(c),
+                                      ev_node, ev_state, nodes.byte, nodes.depth, nodes.skip, nodes.token,
+                                      cfg_c, cfg_g, cnt, pos, words, need)
+            if status == 0:
+                return words
+            if status == 2:
+                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
+                                   "the grammar is too ambiguous")
+            self._child(int(need[0]), int(need[1]))
 
     def _context_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         return self._ctx_start_arr, self._ctx_next_arr
