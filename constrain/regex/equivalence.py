@@ -12,12 +12,19 @@ from __future__ import annotations
 import numpy as np
 
 
+# Below this many states the refinement (up to ``depth`` rounds) costs more than the masks it saves.
+MIN_STATES = 512
+
+
 def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int) -> np.ndarray:
     """Class id per state: equal ids <=> same ``tags`` and same behaviour on strings of length <= depth.
 
     ``trans``: int [S, C] next states (-1 dead) over bytes or byte classes; ``tags``: int [S].
+    Small automata get one class per state (sound: a finer partition only shares less).
     """
     n = trans.shape[0]
+    if n < MIN_STATES:
+        return np.arange(n, dtype=np.int64)
     _, part = np.unique(tags, return_inverse=True)
     part = part.reshape(-1).astype(np.int64)
     n_parts = int(part.max()) + 1 if n else 0
