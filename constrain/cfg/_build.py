@@ -12,9 +12,10 @@ from __future__ import annotations
 from constrain.cfg.ir import CFG, nt
 from constrain.errors import GrammarError
 from constrain.regex import charset as cs
+from constrain.regex import ast
 
 Node = tuple
-EPSILON: Node = ("cat", ())
+EPSILON: Node = ast.EMPTY
 
 
 # ---------------------------------------------------------------------------- AST algebra
@@ -30,34 +31,16 @@ def literal(text: str, ignorecase: bool = False) -> Node:
 
 
 def cat(parts) -> Node:
-    flat: list[Node] = []
-    for p in parts:
-        if p[0] == "cat":
-            flat.extend(p[1])
-        else:
-            flat.append(p)
-    return flat[0] if len(flat) == 1 else ("cat", tuple(flat))
+    return ast.cat(*parts)
 
 
 def alt(parts) -> Node:
-    flat: list[Node] = []
-    seen: set = set()
-    for p in parts:
-        for q in (p[1] if p[0] == "alt" else (p,)):
-            if q not in seen:
-                seen.add(q)
-                flat.append(q)
-    if not flat:
-        return ("set", ())  # the empty language
-    return flat[0] if len(flat) == 1 else ("alt", tuple(flat))
+    """Alternation; the empty language is ``("set", ())`` here (GBNF rules may reference it)."""
+    return ast.alt(*parts) or ("set", ())
 
 
 def rep(node: Node, lo: int, hi: int | None) -> Node:
-    if hi is not None and hi == 0:
-        return EPSILON
-    if lo == 1 and hi == 1:
-        return node
-    return ("rep", node, lo, hi)
+    return ast.rep(node, lo, hi) if hi != 0 else EPSILON
 
 
 class _Memo:

@@ -14,38 +14,14 @@ from constrain.regex import charset as cs
 
 Node = tuple
 
+from constrain.regex.ast import EMPTY, accepts_empty, alt, cat, lit, rep  # noqa: F401 (re-exported)
+
 DIGIT = ("set", ((48, 57),))
 NONZERO = ("set", ((49, 57),))
-EMPTY: Node = ("cat", ())
-
-
-def lit(text: str) -> Node:
-    return ("cat", tuple(("set", cs.single(ord(c))) for c in text))
-
-
-def cat(*parts: Node) -> Node:
-    flat = []
-    for p in parts:
-        if p[0] == "cat":
-            flat.extend(p[1])
-        else:
-            flat.append(p)
-    return flat[0] if len(flat) == 1 else ("cat", tuple(flat))
-
-
-def alt(*parts: Node) -> Node | None:
-    parts = tuple(p for p in parts if p is not None)
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else ("alt", parts)
 
 
 def digits(lo: int, hi: int) -> Node:
     return ("set", ((48 + lo, 48 + hi),))
-
-
-def rep(node: Node, lo: int, hi: int | None) -> Node:
-    return ("rep", node, lo, hi)
 
 
 # --------------------------------------------------------------------------- integers
@@ -226,18 +202,3 @@ def parse_bound(value) -> Decimal:
     except InvalidOperation as e:  # pragma: no cover - schemas hold numbers
         raise ValueError(f"not a number: {value!r}") from e
 
-
-def accepts_empty(node: Node) -> bool:
-    """Whether a regex AST matches the empty string."""
-    kind = node[0]
-    if kind == "set":
-        return False
-    if kind == "cat":
-        return all(accepts_empty(c) for c in node[1])
-    if kind == "alt":
-        return any(accepts_empty(c) for c in node[1])
-    if kind == "rep":
-        return node[2] == 0 or accepts_empty(node[1])
-    if kind == "dfa":
-        return bool(node[1].accepting[node[1].start])
-    raise AssertionError(kind)

@@ -1,0 +1,68 @@
+"""Building regex ASTs: ``("set", ranges) | ("cat", nodes) | ("alt", nodes) | ("rep", node, lo, hi)``,
+plus ``("dfa", DFA)`` leaves from boolean operations. Front ends (GBNF, JSON Schema) build with these."""
+
+from __future__ import annotations
+
+from constrain.regex import charset as cs
+
+Node = tuple
+
+EMPTY: Node = ("cat", ())  # the empty string
+
+
+def lit(text: str) -> Node:
+    """Exactly ``text``."""
+    return ("cat", tuple(("set", cs.single(ord(c))) for c in text))
+
+
+def cat(*parts: Node) -> Node:
+    """Concatenation, flattened."""
+    flat: list[Node] = []
+    for p in parts:
+        if p[0] == "cat":
+            flat.extend(p[1])
+        else:
+            flat.append(p)
+    return flat[0] if len(flat) == 1 else ("cat", tuple(flat))
+
+
+def alt(*parts: Node | None) -> Node | None:
+    """Alternation, flattened and deduplicated; ``None`` parts (empty languages) are dropped, and
+    ``None`` comes back when nothing is left."""
+    flat: list[Node] = []
+    seen: set = set()
+    for p in parts:
+        if p is None:
+            continue
+        for q in (p[1] if p[0] == "alt" else (p,)):
+            key = q if q[0] != "dfa" else ("dfa", id(q[1]))
+            if key not in seen:
+                seen.add(key)
+                flat.append(q)
+    if not flat:
+        return None
+    return flat[0] if len(flat) == 1 else ("alt", tuple(flat))
+
+
+def rep(node: Node, lo: int, hi: int | None) -> Node:
+    if hi == 0:
+        return EMPTY
+    if lo == 1 and hi == 1:
+        return node
+    return ("rep", node, lo, hi)
+
+
+def accepts_empty(node: Node) -> bool:
+    """Whether the AST matches the empty string."""
+    kind = node[0]
+    if kind == "set":
+        return False
+    if kind == "cat":
+        return all(accepts_empty(c) for c in node[1])
+    if kind == "alt":
+        return any(accepts_empty(c) for c in node[1])
+    if kind == "rep":
+        return node[2] == 0 or accepts_empty(node[1])
+    if kind == "dfa":
+        return bool(node[1].accepting[node[1].start])
+    raise AssertionError(kind)
