@@ -36,3 +36,37 @@ def test_bad_regex_exit_code_and_position():
 def test_missing_model_path():
     proc = run_cli("generate", "--regex", "a", "--model", str(ROOT / "no-such-model"), "x")
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_generate_json_schema_main_job():
+    """The README's main job: JSON from the default model that validates against the schema."""
+    import json
+
+    import jsonschema
+
+    schema_path = ROOT / "examples" / "person.json"
+    proc = run_cli("generate", "--schema", str(schema_path), "--max-new-tokens", "120",
+                   "Invent a person who lives in Lyon. Answer in JSON.")
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    jsonschema.validate(document, json.loads(schema_path.read_text()), format_checker=jsonschema.FormatChecker())
+
+
+def test_generate_sql_grammar_parses_with_lark():
+    import lark
+
+    from constrain import grammars
+
+    proc = run_cli("generate", "--grammar", "sql_select", "--max-new-tokens", "48",
+                   "Write a SQL query that lists the names of customers from France.")
+    assert proc.returncode == 0, proc.stderr
+    parser = lark.Lark(grammars.source("sql_select"), start="start", parser="earley", lexer="dynamic_complete")
+    parser.parse(proc.stdout.rstrip("\n"))
+
+
+def test_bad_schema_is_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type": "integer", "minimum": 5, "maximum": 1}')
+    proc = run_cli("generate", "--schema", str(bad), "x")
+    assert proc.returncode == 2
+    assert "minimum 5 > maximum 1" in proc.stderr and proc.stderr.count("\n") == 1
