@@ -29,6 +29,7 @@ from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.parse import parse_regex
 
+MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -74,7 +75,7 @@ def _ast(piece) -> bool:
 class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
-        self.refs = RefResolver(root)
+        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore")
         dialect = options.draft or (root.get("$schema", "") if isinstance(root, dict) else "")
         self.legacy_ref = isinstance(dialect, str) and any(
             d in dialect for d in ("draft-07", "draft-06", "draft-04", "draft7", "draft6", "draft4")) or dialect in ("7", "6", "4")
@@ -95,7 +96,7 @@ class _Builder:
         return nt(len(self.nt_names) - 1)
 
     def terminal(self, ast) -> int:
-        key = repr(ast) if ast[0] != "dfa" else ("dfa", id(ast[1]))
+        key = ast  # AST tuples are hashable (DFA leaves hash by identity)
         t = self._term_ids.get(key)
         if t is None:
             t = self._term_ids[key] = len(self.terminals)
@@ -192,7 +193,7 @@ class _Builder:
         if siblings and self.legacy_ref:  # draft 7 and older: $ref overrides its siblings
             siblings = {}
         if siblings:  # 2019-09+: $ref next to other keywords means allOf
-            return self._value(self._merge([target, siblings], pointer), pointer)
+            return self._merged_value([target, siblings], pointer, pointer)
         if target_ptr in self._memo:
             return self._memo[target_ptr]
         # a nonterminal first, so that recursive references end at it
@@ -231,20 +232,25 @@ class _Builder:
                 raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
             rest = {k: v for k, v in schema.items() if k not in ("allOf", "__siblings")}
             resolved = [self.refs.deref(p, f"{pointer}/allOf/{i}") for i, p in enumerate(parts)]
-            merged = self._merge(resolved + [rest], pointer, parent_last=not schema.get("__siblings"))
-            if not isinstance(merged, dict):
-                return self.value(merged, pointer + "/allOf")
-            # the same merged schema met again (recursion through allOf + $ref) reuses its nonterminal
-            key = "merge:" + json.dumps(merged, sort_keys=True, default=str)
-            if key in self._memo:
-                return self._memo[key]
-            sym = self.new_nt(f"allOf@{pointer}")
-            self._memo[key] = sym
-            piece = self.value(merged, pointer + "/allOf")
-            if piece is None:
-                return None
-            self.rules.append((~sym, self.seq([piece])))
-            return sym
+            return self._merged_value(resolved + [rest], pointer, pointer + "/allOf",
+                                      parent_last=not schema.get("__siblings"))
+
+    def _merged_value(self, parts: list, pointer: str, at: str, parent_last: bool = True):
+        """The instances of an allOf of ``parts``. The same merged schema met again (recursion through
+        allOf or $ref with siblings) reuses its nonterminal, so recursive schemas terminate."""
+        merged = self._merge(parts, pointer, parent_last=parent_last)
+        if not isinstance(merged, dict):
+            return self.value(merged, at)
+        key = "merge:" + json.dumps(merged, sort_keys=True, default=str)
+        if key in self._memo:
+            return self._memo[key]
+        sym = self.new_nt(f"allOf@{pointer}")
+        self._memo[key] = sym
+        piece = self.value(merged, at)
+        if piece is None:
+            return None
+        self.rules.append((~sym, self.seq([piece])))
+        return sym
 
     def _value_rest(self, schema: dict, pointer: str):
         for key in ("anyOf", "oneOf"):
@@ -258,10 +264,9 @@ class _Builder:
                                 "branches may overlap, and 'exactly one' cannot be enforced by a grammar")
                 pieces = []
                 for i, b in enumerate(branches):
-                    sub = self.refs.deref(b, f"{pointer}/{key}/{i}")
-                    merged = self._merge([sub, rest], pointer) if rest else sub
-                    try:
-                        pieces.append(self.value(merged, f"{pointer}/{key}/{i}"))
+                    at = f"{pointer}/{key}/{i}"
+                    try:  # through value()/_merged_value(), so recursive $ref branches are memoised
+                        pieces.append(self._merged_value([b, rest], pointer, at) if rest else self.value(b, at))
                     except EmptySchemaError:
                         pieces.append(None)  # a contradictory branch matches nothing
                 return self._union(pieces, f"{key}@{pointer}")
@@ -348,14 +353,15 @@ class _Builder:
             if ilo is not None and ihi is not None and ilo > ihi:
                 raise EmptySchemaError(f"no integer satisfies the bounds ({lo}..{hi})", pointer)
             rng = num.integer_range(ilo, ihi)
-            if rng is not None:  # 1.0 is an integer in JSON Schema: allow a zero fraction
-                rng = num.cat(rng, num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None))))
             if mult is not None:
                 k = int(Decimal(str(mult)))
                 if k != 1:
                     rng = boolean.intersect(rng, _multiple_of(k))
                     if rng is None:
                         raise EmptySchemaError(f"no integer in range is a multiple of {k}", pointer + "/multipleOf")
+            if rng is not None:  # 1.0 is an integer in JSON Schema: allow a zero fraction (after multipleOf,
+                # whose residue automaton reads digits only)
+                rng = num.cat(rng, num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None))))
             return rng
         if lo is None and hi is None:
             return num.JSON_NUMBER
@@ -421,6 +427,15 @@ class _Builder:
                 raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_len is not None and min_len > max_len:
             raise EmptySchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
+        if max_len is not None and max_len > MAX_COUNTED_LENGTH:
+            # an exact DFA needs a state per counted character: too large to build
+            self.refuse("maxLength", pointer + "/maxLength",
+                        f"maxLength {max_len} is above {MAX_COUNTED_LENGTH}, the largest length enforced exactly")
+            max_len = None
+        if min_len > MAX_COUNTED_LENGTH:
+            self.refuse("minLength", pointer + "/minLength",
+                        f"minLength {min_len} is above {MAX_COUNTED_LENGTH}, the largest length enforced exactly")
+            min_len = 0
         parts = []
         if min_len or max_len is not None:
             parts.append(js.string_of_length(min_len, max_len))
@@ -515,7 +530,14 @@ class _Builder:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and abs(value) < 1e16:
             # 1 == 1.0 in JSON Schema: the integer spelling with an optional zero fraction
             zero_fraction = num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None)))
-            return num.cat(num.lit(json.dumps(int(value))), zero_fraction)
+            whole = num.lit(json.dumps(int(value)))
+            if value == 0:  # -0 == 0
+                whole = num.alt(whole, num.lit("-0"))
+            return num.cat(whole, zero_fraction)
+        if isinstance(value, float) and value == value and abs(value) != float("inf"):
+            text = json.dumps(value)
+            if "e" not in text and "E" not in text:  # 2.5 == 2.50: trailing zeros are the same number
+                return num.cat(num.lit(text), num.rep(num.lit("0"), 0, None))
         return num.lit(json.dumps(value, ensure_ascii=False))
 
     # ------------------------------------------------------------------ objects

@@ -13,8 +13,9 @@ from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
 
 
 class RefResolver:
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, ignore_remote: bool = False) -> None:
         self.root = root
+        self.ignore_remote = ignore_remote  # unsupported="ignore": a remote reference allows any value
         self.base = root.get("$id", "") if isinstance(root, dict) else ""
         self._ids: dict[str, str] = {}  # absolute $id or base#anchor -> JSON pointer
         self._base_at: dict[str, str] = {}  # JSON pointer of a schema -> its base URI ($id scope)
@@ -62,6 +63,8 @@ class RefResolver:
         if doc and doc != urldefrag(self.base)[0]:
             pointer = self._ids.get(doc)
             if pointer is None:
+                if self.ignore_remote:
+                    return f"<remote {target}>", True
                 raise UnsupportedSchemaError("$ref", at + "/$ref", f"remote reference {ref!r} (only local references)")
             if frag:
                 if frag.startswith("/"):

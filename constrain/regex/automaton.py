@@ -22,7 +22,7 @@ DEAD = -1
 MAX_DFA_STATES = 200_000
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: DFAs sit inside hashable AST tuples
 class DFA:
     """``trans[s, byte]`` is the next state or ``-1``; state 0 is the start state.
 
@@ -36,6 +36,9 @@ class DFA:
     _fingerprint: str | None = field(default=None, repr=False)
     table: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [S, C]
     classes: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [256]
+    # Set on minimal DFAs: any two distinct states are told apart by a string of at most this
+    # many bytes (so states are never "equivalent up to a token's length" when it is <= that).
+    horizon: int | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_states(self) -> int:
@@ -407,35 +410,47 @@ def _moore_partition(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
         part, n_parts = new_part, new_n
 
 
-def _acyclic_partition(out: list[list[tuple[int, int]]], accepting: list[bool], post: list[int]) -> list[int]:
-    """Minimisation of an acyclic trim DFA in one pass (Revuz): successors first, equal signatures merge."""
+def _acyclic_partition(out: list[list[tuple[int, int]]], accepting: list[bool],
+                       post: list[int]) -> tuple[list[int], list[int]]:
+    """Minimisation of an acyclic trim DFA in one pass (Revuz): successors first, equal signatures merge.
+
+    Also returns each state's height (the longest path from it, in bytes).
+    """
     block = [0] * len(out)
+    height = [0] * len(out)
     ids: dict[tuple, int] = {}
     for s in post:
-        sig = (accepting[s], tuple([(c, block[d]) for c, d in out[s]]))
+        edges = out[s]
+        sig = (accepting[s], tuple([(c, block[d]) for c, d in edges]))
         b = ids.get(sig)
         if b is None:
             b = ids[sig] = len(ids)
         block[s] = b
-    return block
+        if edges:
+            height[s] = 1 + max([height[d] for _c, d in edges])
+    return block, height
 
 
-def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Minimal quotient of a trim DFA, states renumbered in BFS order from the start state 0.
 
     Acyclic automata (literals, alternations of words, bounded repeats) are minimised in one
-    linear pass; others by vectorised Moore refinement.
+    linear pass; others by vectorised Moore refinement. Also returns the *horizon*: a bound on
+    the length of the shortest string telling two distinct states of the result apart
+    (states - 1 in general; the longest path when the automaton is acyclic).
     """
     n = trans.shape[0]
     out = _out_edges(trans)
     post = _postorder(out)
     if post is not None:
-        part_list = _acyclic_partition(out, accepting.tolist(), post)
+        part_list, height = _acyclic_partition(out, accepting.tolist(), post)
         n_parts = len(set(part_list))
+        horizon = min(n_parts - 1, height[0])  # every state is reachable from the start state 0
     else:
         part_arr = _moore_partition(trans, accepting)
         part_list = part_arr.tolist()
         n_parts = int(part_arr.max()) + 1
+        horizon = n_parts - 1
     # BFS from the start block over the representatives' live transitions (classes ascending).
     rep = [-1] * n_parts
     for s in range(n - 1, -1, -1):
@@ -457,7 +472,7 @@ def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.
     sel = np.asarray([rep[b] for b in order], dtype=np.int64)
     rows = trans[sel]
     q = np.where(rows >= 0, part[rows.clip(min=0)], n_parts)
-    return remap[q].astype(np.int32), accepting[sel]
+    return remap[q].astype(np.int32), accepting[sel], horizon
 
 
 def build_dfa(node, source: str | None = None) -> DFA:
@@ -474,6 +489,6 @@ def _build_dfa(node, source: str | None) -> DFA:
         raise RegexError("the pattern matches no string (its language is empty)", source=source,
                          pos=None)
     table, accepting, class_of = det
-    table, accepting = _minimize(table, accepting)
+    table, accepting, horizon = _minimize(table, accepting)
     trans = np.ascontiguousarray(table[:, class_of], dtype=np.int32)
-    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32))
+    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32), horizon=horizon)
