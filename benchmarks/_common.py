@@ -132,7 +132,7 @@ def fmt_num(x: float | None, digits: int = 3) -> str:
         return f"{x:.1f}"
     if abs(x) >= 1:
         return f"{x:.2f}"
-    return f"{x:.{digits}f}".rstrip("0").rstrip(".") if x else "0"
+    return f"{x:.{digits}f}" if x else "0"
 
 
 def fmt_ratio(ours: float | None, best: float | None) -> str:

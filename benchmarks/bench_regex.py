@@ -13,6 +13,7 @@ See ``benchmarks/README.md`` for the method.
 from __future__ import annotations
 
 import gc
+import os
 import platform
 import random
 import re
@@ -176,6 +177,7 @@ def walk_rows(index, label: str, reps: int) -> list[list[str]]:
 
 def run_tokenizer(key: str, libs, args, out: Report) -> dict:
     label = tokenizer_label(key)
+    load_start = os.getloadavg()[0]
     log(f"loading tokenizer {label}")
     tok = load_hf_tokenizer(key)
     vocab = len(tok)
@@ -213,7 +215,7 @@ def run_tokenizer(key: str, libs, args, out: Report) -> dict:
                 elif not p.eos_ok:
                     errors.append(f"- {lib.name} / {label} / {case}: EOS not allowed at the end")
     walk = walk_rows(ours_index, label, reps) if ours_index is not None else []
-    tables = print_tokenizer(label, vocab, prep, results, ntoks, libs, errors, walk, passes, out)
+    tables = print_tokenizer(label, vocab, prep, results, ntoks, libs, errors, walk, passes, out, load_start)
     del tok, infos, ours_index
     gc.collect()
     return tables
@@ -244,9 +246,13 @@ def _best_peer(row: dict[str, CaseResult], get, need_ok: bool) -> float | None:
     return min(vals) if vals else None
 
 
-def print_tokenizer(label, vocab, prep, results, ntoks, libs, errors, walk, passes, out: Report) -> dict:
+def print_tokenizer(label, vocab, prep, results, ntoks, libs, errors, walk, passes, out: Report,
+                    load_start: float = float("nan")) -> dict:
     names = [n for n in LIB_ORDER if any(lib.name == n for lib in libs)]
     out(f"## {label} (len(tokenizer) = {vocab:,})")
+    out()
+    out(f"1-min load average at start / end: {load_start:.2f} / {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs "
+        "(above ~1 another process shared the cores: a call preempted for one scheduler slice shows as a ~4 ms max)")
     out()
     out("### Tokenizer preprocessing (ms, median of reps [min])")
     out()

