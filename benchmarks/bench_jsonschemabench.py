@@ -288,7 +288,9 @@ def main() -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="compile limit per schema, seconds")
     p.add_argument("--tokenizers", default="smollm2,llama3", help="tokenizers of the mask phase")
     p.add_argument("--outlines-mask-tokenizers", default="smollm2")
-    p.add_argument("--mask-timeout", type=float, default=180.0, help="limit per schema in the mask phase (all instances)")
+    p.add_argument("--mask-limit", type=int, default=40,
+                   help="schemas per split in the mask phase (the first of the coverage sample; 0 = all)")
+    p.add_argument("--mask-timeout", type=float, default=120.0, help="limit per schema in the mask phase (all instances)")
     p.add_argument("--no-masks", action="store_true")
     p.add_argument("--generate", type=int, default=0, help="generate with SmolLM2 for N covered schemas")
     p.add_argument("--gen-max-tokens", type=int, default=384)
@@ -309,6 +311,7 @@ def main() -> None:
     samples = {s: pick(list((data_dir / s).glob("*.json")), limit, args.seed) if limit != 0 else [] for s in splits}
     totals = {s: len(list((data_dir / s).glob("*.json"))) for s in splits}
 
+    out = Path(args.out) if args.out else RESULTS_DIR / "jsonschemabench.md"
     r = Report()
     r("# JSONSchemaBench: coverage, compile time, masks")
     r()
@@ -322,7 +325,9 @@ def main() -> None:
             pass
     r(f"Data: `{data_dir}`, `{mask_dir}`{'' if have_masks else ' (ABSENT: no mask phase)'}. "
       f"Sample: {'all' if args.limit is None else args.limit} schemas per split (seed {args.seed}); "
-      f"outlines-core: {args.outlines_limit} of those. Versions: {', '.join(vers)}. 2 vCPU, CPU only.")
+      f"outlines-core: {args.outlines_limit} of those; mask phase: {args.mask_limit or 'all'} of those per split "
+      f"(limit {args.mask_timeout:.0f} s per schema). Versions: {', '.join(vers)}. 2 vCPU, CPU only. "
+      f"Code: {_git_state()}, run {time.strftime('%Y-%m-%d %H:%M')}.")
     r()
     r(f"Our options: `{', '.join(f'{k}={v!r}' for k, v in OUR_OPTIONS.items())}`. xgrammar: `compile_json_schema` "
       "defaults (`any_whitespace=True, strict_mode=True`), `max_threads=1`, no cache. llguidance: "
@@ -415,6 +420,8 @@ def main() -> None:
                     r(f"  - `{s}/{fname}` at `{ptr}`: `{snippet(schema, ptr.rsplit('/', 1)[0] if key.startswith('unsupported') and '/' in ptr else ptr)}`")
         r()
 
+    r.save(out)  # partial results survive a later crash
+
     # ---------------------------------------------------------------- phase 2: masks
     mask_results: dict[tuple[str, str, str], list] = defaultdict(list)  # (split, tok, lib) -> instance records
     invalid_results: dict[str, list] = defaultdict(list)
@@ -429,8 +436,11 @@ def main() -> None:
                     w = Worker(_setup, (lib, tok_key))
                     t0 = time.perf_counter()
                     for s in splits:
+                        mask_files = {f.name for f in samples[s]}
+                        if args.mask_limit:
+                            mask_files = {f.name for f in pick(samples[s], args.mask_limit, args.seed)}
                         for fname, v in cov.get((s, lib), {}).items():
-                            if "s" not in v:
+                            if "s" not in v or fname not in mask_files:
                                 continue
                             mpath = mask_dir / s / fname
                             if not mpath.exists():
@@ -547,6 +557,8 @@ def main() -> None:
             r(f"- label: `{s}/{f}` (jsonschema valid={a['jsonschema_valid']}): `{a['text'][:160]}`")
         r()
 
+    r.save(out)
+
     # ---------------------------------------------------------------- phase 3: generation
     if args.generate:
         r("## Generation (SmolLM2-135M-Instruct, greedy)")
@@ -558,9 +570,25 @@ def main() -> None:
         r(md_table(["schema", "outcome", "tokens", "seconds", "output (start)"], gen_rows))
         r()
 
-    out = Path(args.out) if args.out else RESULTS_DIR / "jsonschemabench.md"
     r.save(out)
     log(f"saved {out}")
+
+
+def _cell(text: str, n: int = 70) -> str:
+    """A table-safe excerpt: JSON-escaped (newlines visible), no pipes."""
+    return "`" + json.dumps(text[:n], ensure_ascii=False)[1:-1].replace("|", "/").replace("`", "'") + "`"
+
+
+def _git_state() -> str:
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True,
+                               text=True).stdout.strip()
+        return f"{head}{' + uncommitted changes' if dirty else ''}"
+    except OSError:
+        return "unknown"
 
 
 def generate_phase(args, splits, samples, cov, data_dir):
@@ -598,7 +626,7 @@ def generate_phase(args, splits, samples, cov, data_dir):
         except IncompleteGenerationError as e:
             counts["incomplete (max_new_tokens)"] += 1
             rows.append([f"{s}/{f.name}", "incomplete", len(e.token_ids), f"{time.perf_counter() - t0:.1f}",
-                         f"`{e.text[:60]}`"])
+                         _cell(e.text)])
             continue
         dt = time.perf_counter() - t0
         ntok = len(tok.encode(text, add_special_tokens=False))
@@ -606,13 +634,13 @@ def generate_phase(args, splits, samples, cov, data_dir):
             doc = json.loads(text)
         except ValueError as e:
             counts["NOT JSON"] += 1
-            rows.append([f"{s}/{f.name}", f"NOT JSON: {e}", ntok, f"{dt:.1f}", f"`{text[:60]}`"])
+            rows.append([f"{s}/{f.name}", f"NOT JSON: {e}", ntok, f"{dt:.1f}", _cell(text)])
             continue
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         errors = list(cls(schema, format_checker=cls.FORMAT_CHECKER).iter_errors(doc))
         outcome = "valid" if not errors else f"INVALID: {errors[0].message[:80]}"
         counts["valid" if not errors else "INVALID"] += 1
-        rows.append([f"{s}/{f.name}", outcome, ntok, f"{dt:.1f}", f"`{text[:60].replace('|', '/')}`"])
+        rows.append([f"{s}/{f.name}", outcome.replace("|", "/"), ntok, f"{dt:.1f}", _cell(text)])
         log(f"generate {s}/{f.name}: {outcome} ({ntok} tokens, {dt:.1f}s)")
     return rows, counts
 

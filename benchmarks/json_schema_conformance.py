@@ -10,7 +10,7 @@ got the suite's verdict.
 
 Settings:
 
-* constrain: ``strict=False, property_order="any"``; ``formats="annotation"`` except in
+* constrain: ``strict=False, property_order="any"``, ``draft`` = the folder's; ``formats="annotation"`` except in
   ``optional/format/`` and ``optional/format-assertion.json`` (``formats="assert"``, the files
   that test format assertion). Compact instances run against ``whitespace="compact"``, indented
   ones against ``whitespace="flexible", max_whitespace=32`` (two grammars per group).
@@ -76,13 +76,14 @@ def _short_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:160]}"
 
 
-def _compile(st, schema, variant: str, formats: str):
+def _compile(st, schema, variant: str, formats: str, draft: str):
     lib = st["lib"]
     if lib == "constrain":
         import constrain
 
         ws = dict(whitespace="compact") if variant == "compact" else dict(whitespace="flexible", max_whitespace=32)
-        g = constrain.Grammar.from_json_schema(schema, strict=False, property_order="any", formats=formats, **ws)
+        g = constrain.Grammar.from_json_schema(schema, strict=False, property_order="any", formats=formats,
+                                               draft=draft, **ws)
         c = constrain.compile(g, st["index"], cache=False)
         c.matcher()
         return c
@@ -121,7 +122,7 @@ def _accepts(st, compiled, ids: list[int]) -> bool:
     return m.is_accepting()
 
 
-def check_group(st, group: dict, formats: str) -> dict:
+def check_group(st, group: dict, formats: str, draft: str) -> dict:
     """Compile one group and check its instances; returns {"error"} or {"results": [(valid, compact_ok, indent_ok)]}."""
     tok = st["tok"]
     variants = VARIANTS if st["lib"] == "constrain" else ("any",)
@@ -129,7 +130,7 @@ def check_group(st, group: dict, formats: str) -> dict:
     t0 = time.perf_counter()
     try:
         for v in variants:
-            compiled[v] = _compile(st, group["schema"], v, formats)
+            compiled[v] = _compile(st, group["schema"], v, formats, draft)
     except Exception as e:  # noqa: BLE001
         keyword = getattr(e, "keyword", None)
         return {"error": f"unsupported {keyword}" if keyword else _short_error(e),
@@ -193,7 +194,8 @@ def run_lib(lib: str, files: list[tuple[str, str, Path]], tok_key: str, timeout:
             t = out[(draft, rel)] = Tally()
             for group in json.loads(path.read_text()):
                 t.groups += 1
-                status, res = w.call(check_group, group, formats_for(rel), timeout=timeout)
+                status, res = w.call(check_group, group, formats_for(rel), "7" if draft == "draft7" else "2020-12",
+                                     timeout=timeout)
                 if status != "ok":
                     t.refused[status if status != "error" else res[:60]] += 1
                     continue
@@ -219,6 +221,19 @@ def run_lib(lib: str, files: list[tuple[str, str, Path]], tok_key: str, timeout:
                 t.fully_right += right
         log(f"{lib}: {len(files)} files in {time.perf_counter() - t_start:.1f}s (worker restarts {w.restarts})")
     return out
+
+
+def _git_state() -> str:
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                               text=True).stdout.strip()
+        return f"{head}{' + uncommitted changes' if dirty else ''}"
+    except OSError:
+        return "unknown"
 
 
 def main() -> None:
@@ -265,9 +280,10 @@ def main() -> None:
     r("# JSON-Schema-Test-Suite conformance (token level)")
     r()
     r(f"Suite: `{suite}`. Tokenizer: {args.tokenizer}. Versions: {', '.join(versions)}. "
-      f"Per-group limit {args.timeout:.0f} s (compile + instances).")
+      f"Per-group limit {args.timeout:.0f} s (compile + instances). Code: {_git_state()}, "
+      f"run {time.strftime('%Y-%m-%d %H:%M')}.")
     r()
-    r("Settings: constrain `strict=False, property_order=\"any\"`, `formats=\"annotation\"` except "
+    r("Settings: constrain `strict=False, property_order=\"any\"`, `draft` = the folder's, `formats=\"annotation\"` except "
       "`optional/format/*` and `optional/format-assertion.json` (`\"assert\"`); compact instances against "
       "`whitespace=\"compact\"`, indent=2 instances against `whitespace=\"flexible\", max_whitespace=32`. "
       "xgrammar: `compile_json_schema` defaults (`any_whitespace=True, strict_mode=True`); xgr-ns: "

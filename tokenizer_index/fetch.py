@@ -165,3 +165,56 @@ def hf_tokenizer_from_gguf(gguf_path: str | os.PathLike) -> Any:
     # Return the saved copy, so the first and later calls give the same tokenizer (same name_or_path,
     # hence the same TokenizerIndex cache key).
     return PreTrainedTokenizerFast.from_pretrained(saved)
+
+
+def jsonschema_test_suite(version: str | None = None) -> Path:
+    """The JSON-Schema-Test-Suite ``tests`` folder, from the ``jsonschema`` sdist (which embeds the
+    suite under ``json/``).
+
+    ``version`` defaults to the installed ``jsonschema``'s version, so the suite matches the
+    validator used as the oracle. ``json/tests/`` and ``json/remotes/`` are extracted once into
+    ``<cache>/json-schema-test-suite/<version>/``; the returned path is its ``tests`` folder.
+    """
+    if version is None:
+        try:
+            from importlib.metadata import PackageNotFoundError
+            from importlib.metadata import version as _installed
+
+            version = _installed("jsonschema")
+        except PackageNotFoundError:
+            raise FetchError("jsonschema is not installed; pass the version of its sdist to fetch") from None
+    root = cache_dir() / "json-schema-test-suite" / version
+    tests = root / "tests"
+    if (tests / "draft2020-12").is_dir():
+        return tests
+    archive = _download(f"jsonschema=={version}", sdist=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=".tmp-"))
+    try:
+        found = False
+        with tarfile.open(archive, "r:gz") as tf:
+            for m in tf:
+                # <name>-<version>/json/{tests,remotes,LICENSE}/...
+                parts = m.name.split("/")
+                if len(parts) < 3 or parts[1] != "json" or not m.isfile():
+                    continue
+                rel = parts[2:]
+                if rel[0] not in ("tests", "remotes", "LICENSE", "README.md") or ".." in rel:
+                    continue
+                found = found or rel[0] == "tests"
+                target = tmp.joinpath(*rel)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tf.extractfile(m)
+                assert src is not None
+                with open(target, "wb") as out:
+                    shutil.copyfileobj(src, out, 1 << 20)
+        if not found:
+            raise FetchError(f"{archive.name} has no json/tests/ folder")
+        try:
+            os.rename(tmp, root)
+        except OSError:  # another process extracted it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tests

@@ -1,0 +1,697 @@
+"""JSON Schema keyword families, each checked against ``jsonschema`` as the oracle.
+
+Random schemas and instances (seeded) per family: the compiled grammar must accept exactly the
+serialisations of the instances ``jsonschema`` calls valid (text level, ``accepts_text``; the
+token-level path is covered by ``test_json_schema_suite.py``). Then bad input: malformed
+schemas, dangling references, contradictions, unsupported keywords, a very large schema, and
+Pydantic model classes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from decimal import Decimal
+from typing import Any
+
+import jsonschema
+import pytest
+
+import constrain
+from constrain import Grammar
+from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema.formats import FORMATS
+
+SPEC = dict(strict=False)  # specification semantics (undeclared properties allowed)
+
+
+@pytest.fixture(scope="module")
+def index(real_vocab):
+    return real_vocab("smollm2")[1]
+
+
+def compiled(schema, index, **options):
+    return constrain.compile(Grammar.from_json_schema(schema, **options), index)
+
+
+def oracle(schema) -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def dumps(value, **kw) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), **kw)
+
+
+def check_agrees(schema, instances, index, texts=None, **options):
+    """Every instance: grammar verdict on its compact serialisation == jsonschema's verdict."""
+    options = {**SPEC, **options}
+    g = compiled(schema, index, **options)
+    v = oracle(schema)
+    wrong = []
+    for i, inst in enumerate(instances):
+        text = texts[i] if texts else dumps(inst)
+        got, want = g.accepts_text(text), v.is_valid(inst)
+        if got != want:
+            wrong.append((text, "accepted" if got else "rejected", "valid" if want else "invalid"))
+    assert not wrong, f"schema {json.dumps(schema)}: grammar/jsonschema disagree on {wrong[:8]}"
+    return g
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _decimal_text(rng: random.Random, around: Decimal | None) -> str:
+    """A JSON number spelling near ``around`` (or anywhere), <= 12 significant digits, no exponent."""
+    if around is not None and rng.random() < 0.7:
+        step = Decimal(1).scaleb(-rng.randint(0, 3))
+        value = around + step * rng.randint(-3, 3)
+    else:
+        value = Decimal(rng.randint(-10**6, 10**6)).scaleb(-rng.randint(0, 4))
+    text = format(value, "f")
+    if "." in text and rng.random() < 0.3:
+        text += "0" * rng.randint(1, 2)  # non-canonical trailing zeros are still valid JSON
+    if text.startswith("-0") and not text.startswith("-0."):
+        text = text[1:]
+    return text
+
+
+def _bound(rng: random.Random) -> Decimal:
+    return Decimal(rng.randint(-2000, 2000)).scaleb(-rng.choice([0, 0, 1, 2]))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_number_bounds_random(seed, index):
+    rng = random.Random(seed)
+    for _ in range(6):
+        schema: dict[str, Any] = {"type": rng.choice(["number", "integer"])}
+        lo, hi = sorted([_bound(rng), _bound(rng)])
+        if rng.random() < 0.8:
+            schema[rng.choice(["minimum", "exclusiveMinimum"])] = float(lo) if lo != lo.to_integral() else int(lo)
+        if rng.random() < 0.8:
+            schema[rng.choice(["maximum", "exclusiveMaximum"])] = float(hi) if hi != hi.to_integral() else int(hi)
+        if lo == hi and ("exclusiveMinimum" in schema or "exclusiveMaximum" in schema):
+            continue
+        try:
+            Grammar.from_json_schema(schema, **SPEC)
+        except SchemaError:  # e.g. an integer type with no integer between the bounds
+            assert schema["type"] == "integer"
+            continue
+        texts = [_decimal_text(rng, rng.choice([lo, hi, None])) for _ in range(40)]
+        texts += ["0", "-0", "1.0", "-1.5", "0.000", str(int(lo)), str(int(hi))]
+        instances = [json.loads(t) for t in texts]
+        check_agrees(schema, instances, index, texts=texts)
+
+
+def test_number_serialisations(index):
+    g = compiled({"type": "number", "minimum": 0, "maximum": 100}, index, **SPEC)
+    for t in ["0", "100", "99.999", "50.50", "0.0", "100.000"]:
+        assert g.accepts_text(t), t
+    for t in ["-1", "100.001", "101", "00", "01", "1.", ".5", "+1", "-0.0001", "NaN", "Infinity"]:
+        assert not g.accepts_text(t), t
+    unbounded = compiled({"type": "number"}, index, **SPEC)
+    for t in ["1e5", "-2.5E-3", "0.1e+2", "-0", "123456789012345678901234567890"]:
+        assert unbounded.accepts_text(t), t
+    for t in ["1e", "--1", "1.e3", "0x10", "1_000"]:
+        assert not unbounded.accepts_text(t), t
+
+
+def test_exponent_spellings_under_bounds(index):
+    """Documented restriction: bounded numbers are written without an exponent; never unsound."""
+    g = compiled({"type": "number", "minimum": 0, "maximum": 1000}, index, **SPEC)
+    assert not g.accepts_text("1e4")  # out of range: must be rejected whatever the spelling rules
+    assert g.accepts_text("1000")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_integer_multiple_of_random(seed, index):
+    rng = random.Random(100 + seed)
+    for _ in range(5):
+        k = rng.randint(2, 17)
+        schema: dict[str, Any] = {"type": "integer", "multipleOf": k}
+        if rng.random() < 0.6:
+            schema["minimum"] = rng.randint(-300, 300)
+        if rng.random() < 0.6:
+            schema["maximum"] = schema.get("minimum", -300) + rng.randint(k, 900)
+        values = [rng.randint(-1200, 1200) for _ in range(40)] + [0, k, -k, 10 * k, k * 123457]
+        texts = [str(v) for v in values] + [f"{k * 3}.0", f"{k * 3}.5", f"-{k}", "-0"]
+        check_agrees(schema, [json.loads(t) for t in texts], index, texts=texts)
+
+
+def test_decimal_multiple_of(index):
+    schema = {"type": "number", "multipleOf": 0.01, "minimum": -5, "maximum": 5}
+    texts = ["1.25", "-4.99", "5", "5.00", "0.001", "1.255", "5.01", "-5.01", "0", "3.1"]
+    # jsonschema's float arithmetic is not exact for 0.01 steps; the decimal verdict is the spec's
+    want = {t: Decimal(t) % Decimal("0.01") == 0 and -5 <= Decimal(t) <= 5 for t in texts}
+    g = compiled(schema, index, **SPEC)
+    assert {t: g.accepts_text(t) for t in texts} == want
+
+
+def test_fractional_multiple_of_not_a_power_of_ten_is_refused(index):
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "number", "multipleOf": 2.5})
+    assert e.value.keyword == "multipleOf" and e.value.pointer == "#/multipleOf"
+    Grammar.from_json_schema({"type": "number", "multipleOf": 2.5}, unsupported="ignore")
+
+
+# --------------------------------------------------------------------------- strings
+
+ALPHABET = ["a", "b", "Z", "é", "ß", "中", "😀", '"', "\\", "/", "\n", "\t", "\x01", "\x1f", " ", "\u2028"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_string_lengths_random(seed, index):
+    rng = random.Random(200 + seed)
+    for _ in range(4):
+        lo = rng.randint(0, 6)
+        hi = lo + rng.choice([0, 1, 3, 10, 20, 40])  # > 16 takes the counted-repetition path
+        schema = {"type": "string", "minLength": lo, "maxLength": hi}
+        if rng.random() < 0.3:
+            del schema["minLength"]
+        strings = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(max(0, lo - 2), hi + 2)))
+                   for _ in range(30)]
+        check_agrees(schema, strings, index)
+
+
+def test_string_length_counts_code_points(index):
+    g = compiled({"type": "string", "minLength": 2, "maxLength": 2}, index, **SPEC)
+    assert g.accepts_text(dumps("😀😀"))  # 2 code points, 8 UTF-8 bytes
+    assert g.accepts_text(dumps('\\"'))  # 2 code points, 4 spelled characters
+    assert g.accepts_text('"\\u0001a"')  # an escape is one character
+    assert not g.accepts_text(dumps("😀"))
+    assert not g.accepts_text(dumps("abc"))
+
+
+def test_string_escapes(index):
+    g = compiled({"type": "string"}, index, **SPEC)
+    for text in ['"a\\nb"', '"\\u0000"', '"\\u001F"', '"\\/"', '"\\""', '"\\\\"', '"tab\\t"', '"é😀"']:
+        assert g.accepts_text(text), text
+    for text in ['"a\nb"', '"\x01"', '"\\x"', '"\\u12"', '"a', 'a"', '"\\"']:
+        assert not g.accepts_text(text), text
+
+
+# --------------------------------------------------------------------------- patterns
+
+PATTERNS = ["a+", "^a", "b$", "^a|b$", "^(a|b)$", "^[a-c]{2,3}$", "ab?c", "^$", "[0-9]{3}", "^x(yz)*$",
+            "a.c", "^[^ab]+$", "(ab|cd)e", "^\\d+\\.\\d{2}$", "c$|^b", "^(?:foo|bar)baz"]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_pattern_unanchored_semantics(pattern, index):
+    rng = random.Random(pattern)
+    pieces = ["a", "b", "c", "x", "yz", "foo", "bar", "baz", "e", "d", "1", "23", ".", " ", "é"]
+    strings = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(80)]
+    strings += ["", "a", "b", "ab", "ba", "abc", "xyz", "foobaz", "123", "12.34", "zzz"]
+    check_agrees({"type": "string", "pattern": pattern}, strings, index)
+
+
+def test_pattern_dollar_is_end_of_string_not_before_newline(index):
+    """ECMA-262 ``$`` (no multiline) matches only at the end; Python's also before a final newline."""
+    g = compiled({"type": "string", "pattern": "^a$"}, index, **SPEC)
+    assert g.accepts_text('"a"')
+    assert not g.accepts_text('"a\\n"')
+
+
+def test_pattern_with_length(index):
+    check_agrees({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 20},
+                 ["ab", "abc", "abcdefghijklmnopqrst", "abcdefghijklmnopqrstu", "abC", "x" * 19], index)
+
+
+# --------------------------------------------------------------------------- formats
+
+FORMAT_EXAMPLES = {
+    "date": (["2024-02-29", "2023-12-31", "0001-01-01"],
+             ["2023-02-29", "2023-13-01", "2023-1-01", "20230101", "2023-04-31", "2023-00-10"]),
+    "time": (["23:59:59Z", "00:00:00+01:00", "12:30:45.123-05:30", "08:00:00z"],
+             ["24:00:00Z", "12:60:00Z", "12:00:00", "12:00Z", "1:00:00Z"]),
+    "date-time": (["2024-02-29T23:59:59Z", "2020-01-01t00:00:00.5+00:00"],
+                  ["2024-02-30T00:00:00Z", "2024-02-01 00:00:00Z", "2024-02-01T00:00:00"]),
+    "email": (["joe@example.com", "a.b+c@sub.example.org"], ["joe", "@example.com", "joe@", "a@@b.com"]),
+    "uuid": (["123e4567-e89b-12d3-a456-426614174000", "ABCDEF01-2345-6789-ABCD-EF0123456789"],
+             ["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g", "xyz"]),
+    "ipv4": (["0.0.0.0", "192.168.1.255", "255.255.255.255"],
+             ["256.1.1.1", "1.2.3", "01.2.3.4", "1.2.3.4.5", "a.b.c.d"]),
+    "ipv6": (["::", "::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::ffff:192.168.1.1"],
+             ["1:2:3:4:5:6:7:8:9", "12345::", "1::2::3", "::g", "1.2.3.4"]),
+    "hostname": (["example.com", "a-b.c", "localhost"], ["-a.com", "a..b", "a_b.com", "a" * 64 + ".com"]),
+    "uri": (["http://example.com/path?q=1#frag", "urn:isbn:0451450523", "mailto:joe@example.com"],
+            ["//example.com", "no scheme", "1http://x"]),
+    "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W"], ["P", "PT", "1D", "P1H", "PT1D"]),
+}
+
+
+# the 2020-12 checker: a bare FormatChecker() holds every draft's checkers, and draft 3's "time"
+# (%H:%M:%S, no offset) overrides the RFC 3339 one there
+FORMAT_CHECKER = jsonschema.Draft202012Validator.FORMAT_CHECKER
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_format_examples(fmt, index):
+    g = compiled({"type": "string", "format": fmt}, index, **SPEC)
+    valid, invalid = FORMAT_EXAMPLES[fmt]
+    checker = FORMAT_CHECKER
+    for s in valid:
+        if fmt in checker.checkers:
+            assert checker.conforms(s, fmt), (fmt, s)
+        assert g.accepts_text(dumps(s)), (fmt, s)
+    for s in invalid:  # (jsonschema's own checks are looser for some, e.g. email only wants an "@")
+        assert not g.accepts_text(dumps(s)), (fmt, s)
+    assert not g.accepts_text("1")
+    annotation = compiled({"type": "string", "format": fmt}, index, formats="annotation", **SPEC)
+    assert all(annotation.accepts_text(dumps(s)) for s in valid + invalid)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_format_samples_pass_the_format_checker(fmt):
+    """Random members of each format language: jsonschema's FormatChecker must agree (soundness)."""
+    from constrain.cfg.sample import sample_regex_ast
+    from constrain.regex.parse import parse_regex
+
+    checker = FORMAT_CHECKER
+    ast = parse_regex(FORMATS[fmt], re.ASCII)
+    rng = random.Random(fmt)
+    samples = {sample_regex_ast(ast, rng, extra=rng.randint(0, 4)) for _ in range(300)}
+    if fmt in checker.checkers:
+        bad = [s for s in samples if not checker.conforms(s, fmt)]
+        assert not bad, f"{fmt}: samples the FormatChecker rejects: {bad[:5]}"
+    if fmt == "hostname":  # RFC 1123: labels of 1-63 characters
+        bad = [s for s in samples if any(not 1 <= len(x) <= 63 for x in s.split("."))]
+        assert not bad, f"hostname samples break RFC 1123 label limits: {bad[:5]}"
+
+
+@pytest.mark.xfail(strict=True, reason="formats.py: hostname allows up to 9 labels of 63 characters (575), "
+                   "RFC 1123 caps the name at 253; needs a length intersection")
+def test_hostname_total_length_limit(index):
+    """A hostname has at most 253 characters (RFC 1123 / the suite's optional/format/hostname.json)."""
+    g = compiled({"type": "string", "format": "hostname"}, index, **SPEC)
+    label = "a" * 63
+    assert g.accepts_text(dumps(".".join([label] * 3)))  # 191 characters
+    assert not g.accepts_text(dumps(".".join([label] * 5)))  # 319 characters
+
+
+def test_unknown_and_unchecked_formats(index):
+    # a format no validator knows is an annotation
+    g = compiled({"type": "string", "format": "made-up"}, index, **SPEC)
+    assert g.accepts_text('"anything"')
+    # a format jsonschema checks but we cannot enforce is refused (not silently loosened)
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "format": "json-pointer"})
+    assert e.value.keyword == "format" and e.value.pointer == "#/format"
+
+
+# --------------------------------------------------------------------------- enum / const
+
+MIXED = [1, "a", None, True, {"x": [1, 2]}, [1, "b"], 2.5, 0, "", {}, []]
+
+
+def test_enum_mixed_types(index):
+    instances = MIXED + [1.0, 0.0, False, "1", {"x": [2, 1]}, {"x": [1, 2], "y": 1}, [1], 2.50, -0, "b", [[]]]
+    texts = [dumps(i) for i in instances] + ["1.00", "2.500", "-0", "0.0"]
+    check_agrees({"enum": MIXED}, instances + [1.0, 2.5, 0, 0.0], index, texts=texts)
+
+
+def test_enum_object_member_order_and_whitespace(index):
+    schema = {"enum": [{"a": 1, "b": [True, None]}]}
+    g = compiled(schema, index, **SPEC)
+    assert g.accepts_text('{"a":1,"b":[true,null]}')
+    assert not g.accepts_text('{"a": 1, "b": [true, null]}')  # compact mode
+    flex = compiled(schema, index, whitespace="flexible", **SPEC)
+    assert flex.accepts_text('{ "a": 1,\n  "b": [ true, null ] }')
+    any_order = compiled(schema, index, property_order="any", **SPEC)
+    assert any_order.accepts_text('{"b":[true,null],"a":1}')
+
+
+def test_const(index):
+    for value in [None, 0, "x", [1, {"a": "b"}], {"k": {"n": 1.5}}]:
+        others = [v for v in MIXED if v != value] + [value]
+        check_agrees({"const": value}, others, index)
+
+
+def test_enum_with_type_filter(index):
+    check_agrees({"type": "string", "enum": ["a", 1, None, "b"]}, ["a", "b", 1, None, "c"], index)
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def _random_object(rng: random.Random, names: list[str]) -> dict:
+    values = [1, "s", None, True, [1], {"z": 1}, 2.5]
+    return {n: rng.choice(values) for n in rng.sample(names, rng.randint(0, len(names)))}
+
+
+@pytest.mark.parametrize("additional", ["absent", False, True, {"type": "integer"}])
+def test_objects_required_and_additional(additional, index):
+    rng = random.Random(str(additional))
+    schema: dict[str, Any] = {"type": "object",
+                              "properties": {"a": {"type": "integer"}, "b": {"type": "string"}, "c": {}},
+                              "required": ["a"]}
+    if additional != "absent":
+        schema["additionalProperties"] = additional
+    objects = [_random_object(rng, ["a", "b", "c", "x", "y"]) for _ in range(120)]
+    # schema order: sort members into declared order, extras last (property_order="schema")
+    order = {"a": 0, "b": 1, "c": 2}
+    texts = [dumps(dict(sorted(o.items(), key=lambda kv: order.get(kv[0], 3)))) for o in objects]
+    check_agrees(schema, objects, index, texts=texts, property_order="schema")
+    check_agrees(schema, objects, index, property_order="any")  # original (random) member order
+
+
+def test_strict_default_forbids_undeclared_properties(index):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    strict = compiled(schema, index)  # default strict=True
+    assert strict.accepts_text('{"a":1}') and strict.accepts_text("{}")
+    assert not strict.accepts_text('{"a":1,"b":2}')
+    spec = compiled(schema, index, strict=False)
+    assert spec.accepts_text('{"a":1,"b":2}')
+    # additionalProperties given explicitly wins over strict
+    explicit = compiled({**schema, "additionalProperties": {"type": "string"}}, index)
+    assert explicit.accepts_text('{"a":1,"b":"x"}') and not explicit.accepts_text('{"a":1,"b":2}')
+    # no properties at all: a free-form object, even when strict
+    assert compiled({"type": "object"}, index).accepts_text('{"k":[1,{"n":null}]}')
+
+
+def test_property_order(index):
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a", "b"]}
+    ordered = compiled(schema, index)
+    assert ordered.accepts_text('{"a":1,"b":2}') and not ordered.accepts_text('{"b":2,"a":1}')
+    anyorder = compiled(schema, index, property_order="any")
+    assert anyorder.accepts_text('{"a":1,"b":2}') and anyorder.accepts_text('{"b":2,"a":1}')
+    assert not anyorder.accepts_text('{"a":1,"a":2}') and not anyorder.accepts_text('{"a":1}')
+
+
+def test_duplicate_keys_are_not_generated(index):
+    g = compiled({"type": "object", "properties": {"a": {"type": "integer"}}}, index, **SPEC)
+    assert not g.accepts_text('{"a":1,"a":2}')
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _random_array(rng: random.Random) -> list:
+    values = [1, 2, "s", None, True, 1.5, [0], {"k": 1}, -3]
+    return [rng.choice(values) for _ in range(rng.randint(0, 7))]
+
+
+ARRAY_SCHEMAS = [
+    {"type": "array", "items": {"type": "integer"}},
+    {"type": "array", "minItems": 2, "maxItems": 4},
+    {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+    {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}], "items": False},
+    {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "boolean"}, "maxItems": 3},
+    {"type": "array", "contains": {"type": "integer"}},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2},
+    {"type": "array", "contains": {"type": "string"}, "minContains": 0},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "string"}},
+    {"type": "array", "items": {"type": "array", "maxItems": 1}, "minItems": 1},
+]
+
+
+@pytest.mark.parametrize("k", range(len(ARRAY_SCHEMAS)))
+def test_arrays(k, index):
+    rng = random.Random(k)
+    arrays = [_random_array(rng) for _ in range(150)] + [[], [1], [1, "s"], ["s"], [1, 2, 3, 4, 5], [[0]], [[]]]
+    check_agrees(ARRAY_SCHEMAS[k], arrays, index)
+
+
+def test_draft7_tuple_items(index):
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+              "items": [{"type": "integer"}, {"type": "string"}], "additionalItems": False}
+    check_agrees(schema, [[1, "a"], [1], [], ["a"], [1, "a", 2], [1, 2]], index)
+
+
+# --------------------------------------------------------------------------- references and combinators
+
+TREE = {
+    "$defs": {"node": {"type": "object", "properties": {"value": {"type": "integer"},
+                                                          "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                       "required": ["value"], "additionalProperties": False}},
+    "$ref": "#/$defs/node",
+}
+
+
+def _tree(depth: int, width: int = 1) -> dict:
+    node: dict = {"value": depth}
+    if depth:
+        node["children"] = [_tree(depth - 1, width) for _ in range(width)]
+    return node
+
+
+def test_recursive_ref_tree(index):
+    g = compiled(TREE, index, **SPEC)
+    deep = _tree(20)
+    assert oracle(TREE).is_valid(deep)
+    assert g.accepts_text(dumps(deep))
+    bad = _tree(20)
+    leaf = bad
+    while "children" in leaf:
+        leaf = leaf["children"][0]
+    leaf["value"] = "x"
+    assert not g.accepts_text(dumps(bad))
+    check_agrees(TREE, [_tree(3, 2), {"value": 1, "children": []}, {"children": []}, {"value": 1, "extra": 1},
+                        {"value": 1, "children": [{"value": 2, "children": [{}]}]}], index)
+
+
+def test_ref_tree_token_level(index, real_vocab):
+    tok, idx = real_vocab("smollm2")
+    g = compiled(TREE, idx, whitespace="flexible", max_whitespace=128, **SPEC)
+    text = json.dumps(_tree(20), indent=2)  # 40 nesting levels: up to 81 characters of indentation
+    ids = list(tok.encode(text, add_special_tokens=False))
+    assert g.accepts_tokens(ids)
+
+
+def test_all_of_merges(index):
+    schemas = [
+        {"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 10}, {"multipleOf": 2}]},
+        {"allOf": [{"type": "string", "minLength": 2}, {"pattern": "^a"}, {"maxLength": 4}]},
+        {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                   {"properties": {"a": {"minimum": 5}, "b": {"type": "string"}}}]},
+        {"allOf": [{"enum": [1, 2, 3, "x"]}, {"type": "integer"}]},
+        {"type": "object", "properties": {"a": {"type": "integer"}},
+         "allOf": [{"$ref": "#/$defs/b"}], "$defs": {"b": {"required": ["a"]}}},
+    ]
+    instances = [0, 2, 11, 12, -2, 3, "a", "ab", "abcd", "abcde", "ba", "x", 1,
+                 {"a": 5}, {"a": 4}, {"a": 6, "b": "s"}, {"a": 6, "b": 1}, {"b": "s"}, {}]
+    for s in schemas:
+        check_agrees(s, instances, index, property_order="any")
+
+
+def test_any_of(index):
+    schema = {"anyOf": [{"type": "integer", "maximum": 5}, {"type": "string", "maxLength": 1},
+                        {"type": "integer", "minimum": 3}, {"type": "array", "items": {"type": "null"}}]}
+    check_agrees(schema, [1, 4, 9, -20, "a", "ab", [], [None], [1], None, 2.5], index)
+
+
+def test_one_of_disjoint(index):
+    schema = {"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "object", "required": ["kind"],
+                                                                  "properties": {"kind": {"const": "x"}}}]}
+    check_agrees(schema, [1, "a", {"kind": "x"}, {"kind": "y"}, {}, None, 1.5], index)
+    tagged = {"oneOf": [
+        {"type": "object", "properties": {"t": {"const": "a"}, "n": {"type": "integer"}}, "required": ["t"]},
+        {"type": "object", "properties": {"t": {"const": "b"}, "s": {"type": "string"}}, "required": ["t"]},
+    ]}
+    check_agrees(tagged, [{"t": "a", "n": 1}, {"t": "b", "s": "x"}, {"t": "c"}, {"t": "a", "n": "x"}, {}],
+                 index, strict=True)
+
+
+def test_not_types(index):
+    for schema in [{"not": {"type": "string"}}, {"not": {"type": ["object", "array", "null"]}},
+                   {"type": ["string", "integer"], "not": {"type": "string"}},
+                   {"type": "string", "not": {"enum": ["a", "b"]}}]:
+        check_agrees(schema, ["a", "b", "c", 1, 1.5, None, True, [], {}], index)
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("schema, pointer", [
+    ('{"type": "object", "properties": {', "#"),  # not JSON
+    ({"type": "object", "properties": [1, 2]}, "#/properties"),
+    ({"type": "string", "minLength": "3"}, "#/minLength"),
+    ({"type": "string", "maxLength": -1}, "#/maxLength"),
+    ({"type": "object", "required": "a"}, "#/required"),
+    ({"type": "strin"}, "#/type"),
+    ({"type": "string", "pattern": 5}, "#/pattern"),
+    ({"properties": {"a": {"type": "array", "minItems": 1.5}}, "type": "object"}, "#/properties/a/minItems"),
+    ({"enum": "abc"}, "#/enum"),
+    ({"anyOf": []}, "#/anyOf"),
+    ({"type": "number", "multipleOf": 0}, "#/multipleOf"),
+    ({"$ref": 5}, "#/$ref"),
+    (42, "#"),
+])
+def test_malformed_schema_names_the_pointer(schema, pointer):
+    with pytest.raises(SchemaError) as e:
+        Grammar.from_json_schema(schema)
+    assert not isinstance(e.value, UnsupportedSchemaError)
+    assert e.value.pointer == pointer, str(e.value)
+    assert pointer in str(e.value)
+
+
+def test_dangling_ref():
+    with pytest.raises(SchemaError) as e:
+        Grammar.from_json_schema({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}})
+    assert "#/$defs/missing" in str(e.value) and e.value.pointer == "#/properties/a/$ref"
+    with pytest.raises(SchemaError):
+        Grammar.from_json_schema({"$ref": "#nowhere"})
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "minimum": 10, "maximum": 1},
+    {"type": "integer", "minimum": 1.2, "maximum": 1.8},
+    {"type": "number", "exclusiveMinimum": 5, "exclusiveMaximum": 5},
+    {"type": "string", "minLength": 5, "maxLength": 2},
+    {"type": "array", "minItems": 3, "maxItems": 1},
+    {"type": "number", "minimum": 1e300, "maximum": -1e300},
+])
+def test_contradictions_fail_fast(schema):
+    t0 = time.perf_counter()
+    with pytest.raises(SchemaError):
+        Grammar.from_json_schema(schema)
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_huge_bounds_compile_quickly(index):
+    t0 = time.perf_counter()
+    g = compiled({"type": "integer", "minimum": -10**30, "maximum": 10**40}, index, **SPEC)
+    assert g.accepts_text(str(10**40)) and not g.accepts_text(str(10**40 + 1))
+    assert g.accepts_text(str(-10**30)) and not g.accepts_text(str(-10**30 - 1))
+    assert time.perf_counter() - t0 < 5.0
+
+
+@pytest.mark.parametrize("schema, keyword, pointer", [
+    ({"type": "array", "uniqueItems": True}, "uniqueItems", "#/uniqueItems"),
+    ({"type": "object", "properties": {"a": {"$ref": "https://example.com/schema.json"}}}, "$ref",
+     "#/properties/a/$ref"),
+    ({"oneOf": [{"type": "integer"}, {"minimum": 3}]}, "oneOf", "#/oneOf"),
+    ({"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"maxLength": 3}]}}}, "oneOf",
+     "#/properties/x/oneOf"),
+])
+def test_unsupported_keywords(schema, keyword, pointer, index):
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema(schema)
+    assert e.value.keyword == keyword
+    assert e.value.pointer == pointer
+    assert keyword in str(e.value) and "unsupported='ignore'" in str(e.value)
+    loose = compiled(schema, index, unsupported="ignore")  # compiles, documented loosening
+    assert loose.matcher() is not None
+
+
+def test_unique_items_false_is_fine(index):
+    g = compiled({"type": "array", "uniqueItems": False}, index)
+    assert g.accepts_text("[1,1]")
+
+
+# --------------------------------------------------------------------------- size
+
+
+_BIG_OBJECT_SCRIPT = """
+import json, sys, time
+import constrain
+from tokenizer_index import TokenizerIndex, fetch
+index = TokenizerIndex.from_hf(fetch.hf_tokenizer_from_gguf(fetch.smollm2_gguf()))
+n = int(sys.argv[1])
+props = {f"property_{i:06d}": {"type": "string", "description": "x" * 80} for i in range(n)}
+schema = {"type": "object", "properties": props, "required": ["property_000007"]}
+t0 = time.perf_counter()
+try:
+    c = constrain.compile(constrain.Grammar.from_json_schema(schema), index)
+    ok = c.accepts_text('{"property_000007":"a","property_%06d":"b"}' % (n - 1))
+    print(json.dumps({"size": len(json.dumps(schema)), "ok": ok, "s": time.perf_counter() - t0}))
+except constrain.GrammarError as e:
+    print(json.dumps({"size": len(json.dumps(schema)), "error": str(e)[:200], "s": time.perf_counter() - t0}))
+"""
+
+
+def _run_big_object(n: int, limit: float) -> dict:
+    import subprocess
+    import sys
+
+    try:
+        out = subprocess.run([sys.executable, "-c", _BIG_OBJECT_SCRIPT, str(n)], capture_output=True, text=True,
+                             timeout=limit, cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+    except subprocess.TimeoutExpired:
+        return {"timeout": limit}
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.xfail(strict=False, reason="many optional properties: the first steps after '{\"' take seconds "
+                   "(2,000 properties: ~8 s to accept a 2-member document; 5,000: ~50 s)")
+def test_many_properties_scale():
+    res = _run_big_object(2000, limit=60)
+    assert res.get("ok") is True and res["s"] < 5.0, res
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("CONSTRAIN_HEAVY_TESTS"),
+                    reason="~5 MB object schema: minutes of CPU; set CONSTRAIN_HEAVY_TESTS=1")
+@pytest.mark.xfail(strict=False, reason="40,000 properties: compiles in 13-40 s, then accepts_text does not finish "
+                   "within minutes (or hits the 200,000-state lexer limit)")
+def test_large_schema_many_properties():
+    """~5 MB: 40,000 optional properties (schema order). Must compile and answer, or fail clearly, in bounded time."""
+    res = _run_big_object(40_000, limit=150)
+    assert res.get("size", 5e6) > 4_500_000
+    assert "timeout" not in res, f"no answer within {res.get('timeout')} s"
+    assert res.get("ok") is True or "error" in res, res
+
+
+def test_large_enum(index):
+    """~5 MB: a 200,000-value string enum compiles, or fails with a clear GrammarError, within bounded time.
+
+    Today: a GrammarError ("a lexer automaton exceeds 200000 states") after ~40 s (enums of ~20,000
+    strings already hit it, in ~9 s)."""
+    values = [f"value-{i:07d}-{'abcdefghij'[i % 10] * 8}" for i in range(200_000)]
+    schema = {"type": "string", "enum": values}
+    size = len(json.dumps(schema))
+    assert size > 4_500_000
+    t0 = time.perf_counter()
+    try:
+        g = compiled(schema, index)
+    except constrain.GrammarError as e:  # a clear error in bounded time is acceptable; a hang is not
+        elapsed = time.perf_counter() - t0
+        assert elapsed < 120, f"took {elapsed:.1f}s to fail: {e}"
+        assert str(e).strip()
+        print(f"{size / 1e6:.1f} MB enum refused in {elapsed:.1f}s: {e}")
+        return
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 120, f"{size / 1e6:.1f} MB enum took {elapsed:.1f}s to compile"
+    assert g.accepts_text(json.dumps(values[123456])) and not g.accepts_text('"value-9999999-x"')
+    print(f"{size / 1e6:.1f} MB enum compiled in {elapsed:.1f}s")
+
+
+# --------------------------------------------------------------------------- Pydantic
+
+
+def test_pydantic_model_class(index):
+    from enum import Enum
+    from typing import Literal, Optional
+
+    from pydantic import BaseModel, Field
+
+    class Color(str, Enum):
+        red = "red"
+        green = "green"
+
+    class Item(BaseModel):
+        name: str = Field(min_length=1, max_length=20)
+        qty: int = Field(ge=0, le=1000)
+        price: float
+
+    class Order(BaseModel):
+        id: int
+        kind: Literal["retail", "wholesale"]
+        color: Color
+        items: list[Item]
+        note: Optional[str] = None
+        tags: dict[str, int] = {}
+
+    g = compiled(Order, index)
+    order = Order(id=7, kind="retail", color=Color.green, items=[Item(name="pen", qty=3, price=1.5)],
+                  note=None, tags={"a": 1})
+    assert g.accepts_text(order.model_dump_json())
+    assert g.accepts_text('{"id":1,"kind":"wholesale","color":"red","items":[]}')
+    assert not g.accepts_text('{"id":1,"kind":"other","color":"red","items":[]}')
+    assert not g.accepts_text('{"id":1,"kind":"retail","color":"red","items":[{"name":"","qty":1,"price":1}]}')
+    assert not g.accepts_text('{"id":1,"kind":"retail","color":"red","items":[{"name":"x","qty":1001,"price":1}]}')
+    # the class and its JSON schema give the same grammar
+    assert Grammar.from_json_schema(Order) == Grammar.from_json_schema(Order.model_json_schema())
