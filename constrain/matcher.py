@@ -134,3 +134,73 @@ class CompiledGrammar(ABC):
         if require_eos and not ended:
             return False
         return ended or m.is_accepting()
+
+
+class StateStackMatcher(Matcher):
+    """A matcher whose whole state is a stack of grammar-state ids (one per advanced token).
+
+    ``fork`` copies the list of ints and ``rollback`` pops, which is all beam search and
+    speculative decoding need. The compiled grammar supplies ``step(state, token)`` (-1 = not
+    allowed), ``mask_entry(state)``, ``_masks`` (its cache) and ``describe_state(state)``.
+    """
+
+    __slots__ = ("_g", "index", "_states", "_n_words")
+
+    def __init__(self, grammar, states: list[int]) -> None:
+        self._g = grammar
+        self.index = grammar.index
+        self._states = states
+        self._n_words = bitmask_words(grammar.index.vocab_size)
+
+    @property
+    def state(self) -> int:
+        return self._states[-1]
+
+    def fill_bitmask(self, bitmask, row: int = 0) -> None:
+        from constrain.errors import EmptyAllowedSetError
+
+        g = self._g
+        entry = g._masks.get(self._states[-1])
+        if entry is None:
+            entry = g.mask_entry(self._states[-1])
+        if entry.count == 0:
+            raise EmptyAllowedSetError(g.describe_state(self._states[-1]))
+        if isinstance(bitmask, torch.Tensor):
+            # CPU int32 rows are written through a numpy view: ~0.5 us less than ``copy_``.
+            if bitmask.is_cpu and bitmask.dtype is torch.int32 and bitmask.layout is torch.strided:
+                arr = bitmask.numpy()
+                if arr.ndim == 2 and arr.shape[1] == self._n_words:
+                    arr[row] = entry.words
+                    return
+            bitmask[row].copy_(entry.tensor)
+        else:
+            bitmask[row] = entry.words
+
+    def is_token_allowed(self, token_id: int) -> bool:
+        return self._g.step(self._states[-1], int(token_id)) != -1
+
+    def advance(self, token_id: int) -> None:
+        from constrain.errors import TokenNotAllowedError
+
+        token_id = int(token_id)
+        nxt = self._g.step(self._states[-1], token_id)
+        if nxt == -1:
+            data = self.index.token_bytes(token_id) if 0 <= token_id < self.index.vocab_size else b""
+            raise TokenNotAllowedError(token_id, data, self._g.describe_state(self._states[-1]))
+        self._states.append(nxt)
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        if num_tokens < 0 or num_tokens > len(self._states) - 1:
+            raise ValueError(f"cannot roll back {num_tokens} tokens: only {len(self._states) - 1} were advanced")
+        if num_tokens:
+            del self._states[-num_tokens:]
+
+    def fork(self) -> "StateStackMatcher":
+        return type(self)(self._g, self._states.copy())
+
+    def reset(self) -> None:
+        del self._states[1:]
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self._states) - 1

@@ -26,8 +26,8 @@ from constrain.bitmask import bitmask_words
 from constrain.cfg.earley import NO_CONTEXT, EarleyParser
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import LexerBlocks
-from constrain.errors import EmptyAllowedSetError, GrammarError, TokenNotAllowedError
-from constrain.matcher import CompiledGrammar, Matcher
+from constrain.errors import GrammarError
+from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from tokenizer_index import TokenizerIndex
 from tokenizer_index.trie import trie_nodes
@@ -544,33 +544,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         return f"CFGCompiledGrammar({self.description}, terminals={self.n_terminals}, rules={len(self.cfg.rules)})"
 
 
-class CFGMatcher(Matcher):
-    __slots__ = ("_g", "index", "_states")
-
-    def __init__(self, grammar: CFGCompiledGrammar, states: list[int]) -> None:
-        self._g = grammar
-        self.index = grammar.index
-        self._states = states
-
-    def fill_bitmask(self, bitmask, row: int = 0) -> None:
-        entry = self._g.mask_entry(self._states[-1])
-        if entry.count == 0:
-            raise EmptyAllowedSetError(self._g.describe_state(self._states[-1]))
-        if isinstance(bitmask, torch.Tensor):
-            bitmask[row].copy_(entry.tensor)
-        else:
-            bitmask[row] = entry.words
-
-    def is_token_allowed(self, token_id: int) -> bool:
-        return self._g.step(self._states[-1], int(token_id)) != -1
-
-    def advance(self, token_id: int) -> None:
-        token_id = int(token_id)
-        nxt = self._g.step(self._states[-1], token_id)
-        if nxt == -1:
-            data = self.index.token_bytes(token_id) if 0 <= token_id < self.index.vocab_size else b""
-            raise TokenNotAllowedError(token_id, data, self._g.describe_state(self._states[-1]))
-        self._states.append(nxt)
+class CFGMatcher(StateStackMatcher):
+    __slots__ = ()
 
     def is_accepting(self) -> bool:
         return self._g._accepting(self._states[-1])
@@ -580,22 +555,6 @@ class CFGMatcher(Matcher):
         if s == FINISHED:
             return True
         return self._g._accepting(s) and self._g.mask_entry(s).count == len(self.index.eos_token_ids)
-
-    def rollback(self, num_tokens: int = 1) -> None:
-        if num_tokens < 0 or num_tokens > len(self._states) - 1:
-            raise ValueError(f"cannot roll back {num_tokens} tokens: only {len(self._states) - 1} were advanced")
-        if num_tokens:
-            del self._states[-num_tokens:]
-
-    def fork(self) -> "CFGMatcher":
-        return CFGMatcher(self._g, self._states.copy())
-
-    def reset(self) -> None:
-        del self._states[1:]
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self._states) - 1
 
     def forced_bytes(self) -> bytes:
         """Bytes forced next: followed while exactly one byte keeps any configuration alive."""

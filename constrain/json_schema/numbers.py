@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from constrain.regex import charset as cs
 
 Node = tuple
 

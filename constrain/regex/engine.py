@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from constrain.bitmask import bitmask_words
-from constrain.errors import EmptyAllowedSetError, TokenNotAllowedError
-from constrain.matcher import CompiledGrammar, Matcher
+
+from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.automaton import DFA
 from constrain.walk import walk_allowed
 from tokenizer_index import TokenizerIndex
@@ -201,46 +201,8 @@ class RegexCompiledGrammar(CompiledGrammar):
         return f"RegexCompiledGrammar({self.description}, states={self.dfa.num_states}, vocab={self.index.vocab_size})"
 
 
-class RegexMatcher(Matcher):
-    __slots__ = ("_g", "index", "_states")
-
-    def __init__(self, grammar: RegexCompiledGrammar, states: list[int]) -> None:
-        self._g = grammar
-        self.index = grammar.index
-        self._states = states
-
-    @property
-    def state(self) -> int:
-        return self._states[-1]
-
-    def fill_bitmask(self, bitmask, row: int = 0) -> None:
-        g = self._g
-        entry = g._masks.get(self._states[-1])
-        if entry is None:
-            entry = g.mask_entry(self._states[-1])
-        if entry.count == 0:
-            raise EmptyAllowedSetError(g.describe_state(self._states[-1]))
-        if isinstance(bitmask, torch.Tensor):
-            # CPU int32 rows are written through a numpy view: ~0.5 µs less than ``copy_``.
-            if bitmask.is_cpu and bitmask.dtype is torch.int32 and bitmask.layout is torch.strided:
-                arr = bitmask.numpy()
-                if arr.ndim == 2 and arr.shape[1] == g._n_words:
-                    arr[row] = entry.words
-                    return
-            bitmask[row].copy_(entry.tensor)
-        else:
-            bitmask[row] = entry.words
-
-    def is_token_allowed(self, token_id: int) -> bool:
-        return self._g.step(self._states[-1], int(token_id)) != -1
-
-    def advance(self, token_id: int) -> None:
-        token_id = int(token_id)
-        nxt = self._g.step(self._states[-1], token_id)
-        if nxt == -1:
-            data = self.index.token_bytes(token_id) if 0 <= token_id < self.index.vocab_size else b""
-            raise TokenNotAllowedError(token_id, data, self._g.describe_state(self._states[-1]))
-        self._states.append(nxt)
+class RegexMatcher(StateStackMatcher):
+    __slots__ = ()
 
     def is_accepting(self) -> bool:
         s = self._states[-1]
@@ -249,22 +211,6 @@ class RegexMatcher(Matcher):
     def is_finished(self) -> bool:
         s = self._states[-1]
         return s == FINISHED or (self._g._accepting[s] and not self._g._has_next[s])
-
-    def rollback(self, num_tokens: int = 1) -> None:
-        if num_tokens < 0 or num_tokens > len(self._states) - 1:
-            raise ValueError(f"cannot roll back {num_tokens} tokens: only {len(self._states) - 1} were advanced")
-        if num_tokens:
-            del self._states[-num_tokens:]
-
-    def fork(self) -> "RegexMatcher":
-        return RegexMatcher(self._g, self._states.copy())
-
-    def reset(self) -> None:
-        del self._states[1:]
-
-    @property
-    def num_tokens(self) -> int:
-        return len(self._states) - 1
 
     def forced_bytes(self) -> bytes:
         s = self._states[-1]
