@@ -218,11 +218,37 @@ def mask_walk(st, schema, datas: list) -> dict:
             out.append(_err(e))
             continue
         rec = {"times": res.times_ns, "ntok": len(ids), "rejected": res.rejected, "eos_ok": res.eos_ok}
+        if res.times_ns:  # the slowest masks of this instance, with what came before them
+            top = sorted(range(len(res.times_ns)), key=lambda k: -res.times_ns[k])[:3]
+            rec["slow"] = [(res.times_ns[k], k, tok.decode(ids[:k])[-70:]) for k in top]
         if st["lib"] == "constrain" and (res.rejected or not res.eos_ok):
             rec["why"] = _classify(st, schema, data)
             rec["text"] = text[:300]
         out.append(rec)
     return {"instances": out}
+
+
+def text_check(st, schema, valid: list, invalid: list) -> dict:
+    """Ours only, text level: which valid instances are rejected (classified) and which invalid accepted."""
+    a = st["a"]
+    try:
+        compiled = a.compile(st["info"], "json", schema)
+    except Exception as e:  # noqa: BLE001
+        return _err(e)
+    rejected, accepted = [], []
+    for data in valid:
+        text = json.dumps(data, ensure_ascii=False)
+        if not compiled.accepts_text(text):
+            rejected.append({"text": text[:300], "why": _classify(st, schema, data)})
+    for data in invalid:
+        text = json.dumps(data, ensure_ascii=False)
+        if compiled.accepts_text(text):
+            try:
+                oracle = _validator(schema).is_valid(data)
+            except Exception:  # noqa: BLE001
+                oracle = None
+            accepted.append({"text": text[:300], "jsonschema_valid": oracle})
+    return {"valid": len(valid), "invalid": len(invalid), "rejected": rejected, "accepted": accepted}
 
 
 def invalid_check(st, schema, datas: list) -> dict:
@@ -292,6 +318,9 @@ def main() -> None:
                    help="schemas per split in the mask phase (the first of the coverage sample; 0 = all)")
     p.add_argument("--mask-timeout", type=float, default=120.0, help="limit per schema in the mask phase (all instances)")
     p.add_argument("--no-masks", action="store_true")
+    p.add_argument("--text-check", action="store_true",
+                   help="ours only: every labelled MaskBench instance of the sample at text level (no masks): "
+                        "valid ones rejected (classified), invalid ones accepted")
     p.add_argument("--generate", type=int, default=0, help="generate with SmolLM2 for N covered schemas")
     p.add_argument("--gen-max-tokens", type=int, default=384)
     p.add_argument("--seed", type=int, default=0)
@@ -524,6 +553,23 @@ def main() -> None:
             r(md_table(["lib", "schemas", "instances", "tokens", "mean µs", "p50 µs", "p99 µs", "max µs"], rows))
             r()
 
+        r("### Our slowest masks")
+        r()
+        r("The slowest single mask calls of ours (any instance), with the text before the token: where to look.")
+        r()
+        for tok_key in [t for t in args.tokenizers.split(",") if t]:
+            slow = [(ms, s, rec["file"], k, prefix) for (s, t, lib), recs in mask_results.items()
+                    if lib == "constrain" and t == tok_key for rec in recs for ms, k, prefix in rec.get("slow", [])]
+            slow.sort(key=lambda x: -x[0])
+            seen = set()
+            for ns, s, fname, k, prefix in slow:
+                if (s, fname) in seen:
+                    continue
+                seen.add((s, fname))
+                r(f"- {tokenizer_label(tok_key)} {ns / 1e6:,.0f} ms: `{s}/{fname}` token #{k} after {_cell(prefix)}")
+                if len(seen) == 6:
+                    break
+        r()
         r("### Our rejections of valid MaskBench instances")
         r()
         why = Counter()
@@ -559,6 +605,55 @@ def main() -> None:
 
     r.save(out)
 
+    # ---------------------------------------------------------------- phase 2b: text-level check (ours)
+    if args.text_check and have_masks and "constrain" in libs:
+        t_phase = time.perf_counter()
+        totals_v = totals_i = 0
+        rej, acc, errors = [], [], Counter()
+        w = Worker(_setup, ("constrain", "smollm2"))
+        for s in splits:
+            for fname, v in cov.get((s, "constrain"), {}).items():
+                mpath = mask_dir / s / fname
+                if "s" not in v or not mpath.exists():
+                    continue
+                mb = json.loads(mpath.read_text())
+                valid = [t["data"] for t in mb.get("tests", []) if t.get("valid")]
+                invalid = [t["data"] for t in mb.get("tests", []) if not t.get("valid")]
+                if not valid and not invalid:
+                    continue
+                status, val = w.call(text_check, mb["schema"], valid, invalid, timeout=args.mask_timeout)
+                if status != "ok" or "error" in val:
+                    errors[status if status != "ok" else val["error"][:60]] += 1
+                    continue
+                totals_v += val["valid"]
+                totals_i += val["invalid"]
+                rej += [(s, fname, x) for x in val["rejected"]]
+                acc += [(s, fname, x) for x in val["accepted"]]
+        w.close()
+        log(f"text check {time.perf_counter() - t_phase:.0f}s")
+        r("## Text-level check of every MaskBench instance (ours, covered schemas)")
+        r()
+        r(f"Valid instances: {totals_v - len(rej)} of {totals_v} accepted ({pct(totals_v - len(rej), totals_v)}). "
+          f"Invalid instances: {totals_i - len(acc)} of {totals_i} rejected ({pct(totals_i - len(acc), totals_i)}). "
+          f"Schemas skipped (error/timeout in this phase): {dict(errors)}.")
+        r()
+        why = Counter(x["why"] for _, _, x in rej)
+        r("Valid instances rejected, by cause: " + ", ".join(f"{k} × {n}" for k, n in why.most_common()))
+        r()
+        for k, _ in why.most_common():
+            for s, fname, x in [y for y in rej if y[2]["why"] == k][:5 if k.startswith("other") else 2]:
+                r(f"- {k}: `{s}/{fname}`: {_cell(x['text'], 160)}")
+        r()
+        real = [y for y in acc if y[2]["jsonschema_valid"] is False]
+        r(f"Invalid instances accepted: {len(acc)}; of those `jsonschema` also rejects {len(real)} (soundness bugs).")
+        r()
+        for s, fname, x in real[:10]:
+            r(f"- UNSOUND `{s}/{fname}`: {_cell(x['text'], 200)}")
+        for s, fname, x in [y for y in acc if y[2]["jsonschema_valid"] is not False][:5]:
+            r(f"- label: `{s}/{fname}` (jsonschema valid={x['jsonschema_valid']}): {_cell(x['text'], 160)}")
+        r()
+        r.save(out)
+
     # ---------------------------------------------------------------- phase 3: generation
     if args.generate:
         r("## Generation (SmolLM2-135M-Instruct, greedy)")
@@ -576,7 +671,7 @@ def main() -> None:
 
 def _cell(text: str, n: int = 70) -> str:
     """A table-safe excerpt: JSON-escaped (newlines visible), no pipes."""
-    return "`" + json.dumps(text[:n], ensure_ascii=False)[1:-1].replace("|", "/").replace("`", "'") + "`"
+    return "`" + text[:n].replace("\n", "⏎").replace("|", "/").replace("`", "'") + "`"
 
 
 def _git_state() -> str:

@@ -238,7 +238,8 @@ FORMAT_EXAMPLES = {
     "hostname": (["example.com", "a-b.c", "localhost"], ["-a.com", "a..b", "a_b.com", "a" * 64 + ".com"]),
     "uri": (["http://example.com/path?q=1#frag", "urn:isbn:0451450523", "mailto:joe@example.com"],
             ["//example.com", "no scheme", "1http://x"]),
-    "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W"], ["P", "PT", "1D", "P1H", "PT1D"]),
+    "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W", "P1M2D", "PT5M6S"],
+                 ["P", "PT", "1D", "P1H", "PT1D", "P1Y2D", "PT1H2S", "P1D2M"]),
 }
 
 

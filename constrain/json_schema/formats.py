@@ -31,8 +31,9 @@ _IPV6 = "(?:" + "|".join([
 ]) + ")"
 _LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = f"{_LABEL}(?:\\.{_LABEL}){{0,8}}"
-_DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M)?(?:[0-9]+S)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
-_DUR_DATE = "(?:[0-9]+Y(?:[0-9]+M)?(?:[0-9]+D)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
+# RFC 3339 appendix A: each unit is followed only by the next smaller one (P1Y2D and PT1H2S are invalid)
+_DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
+_DUR_DATE = "(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
 
 FORMATS: dict[str, str] = {
     "date": _DATE,
