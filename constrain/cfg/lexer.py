@@ -103,21 +103,7 @@ def _block_classes(rows, accepts, depth: int):
 
 
 def _determinize_tagged(nfa: _NFA, start: int, finals: dict[int, int]) -> tuple[list[list[int]], list[tuple]]:
-    closures: dict[int, frozenset[int]] = {}
-
-    def closure(root: int) -> frozenset[int]:
-        got = closures.get(root)
-        if got is None:
-            seen = {root}
-            stack = [root]
-            while stack:
-                s = stack.pop()
-                for t in nfa.eps[s]:
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            got = closures[root] = frozenset(seen)
-        return got
+    closure = nfa.epsilon_closure
 
     def key_of(states) -> frozenset[int]:
         return frozenset(s for s in states if nfa.edges[s] or s in finals)

@@ -91,6 +91,21 @@ class _NFA:
         self.edges.append([])
         return len(self.eps) - 1
 
+    def epsilon_closure(self, root: int) -> frozenset[int]:
+        """States reachable from ``root`` over epsilon moves (memoised)."""
+        memo = self.__dict__.setdefault("_closure_memo", {})
+        got = memo.get(root)
+        if got is None:
+            seen = {root}
+            stack = [root]
+            while stack:
+                for t in self.eps[stack.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            got = memo[root] = frozenset(seen)
+        return got
+
     def build(self, node) -> tuple[int, int]:
         s = self.state()
         return s, self.build_from(node, s)
@@ -178,20 +193,6 @@ class _NFA:
         return e
 
 
-def _closures(nfa: _NFA) -> list[frozenset[int]]:
-    n = len(nfa.eps)
-    out: list[frozenset[int] | None] = [None] * n
-    for root in range(n):
-        seen = {root}
-        stack = [root]
-        while stack:
-            s = stack.pop()
-            for t in nfa.eps[s]:
-                if t not in seen:
-                    seen.add(t)
-                    stack.append(t)
-        out[root] = frozenset(seen)
-    return out  # type: ignore[return-value]
 
 
 def _coreachable(nfa: _NFA, final: int) -> list[bool]:
@@ -324,34 +325,6 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     return table, np.asarray(accepting, dtype=bool), class_of
 
 
-def _trim(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int] | None:
-    """Drop states that cannot reach acceptance; return None when the start state is one of them.
-
-    (``_determinize`` already yields trim automata; this stays for automata built elsewhere.)
-    """
-    n = trans.shape[0]
-    src, cls = np.nonzero(trans >= 0)
-    dst = trans[src, cls]
-    order = np.argsort(dst, kind="stable")
-    src_by_dst = src[order].tolist()
-    starts = np.searchsorted(dst[order], np.arange(n + 1)).tolist()
-    live = accepting.tolist()
-    stack = [s for s in range(n) if live[s]]
-    while stack:
-        t = stack.pop()
-        for s in src_by_dst[starts[t]:starts[t + 1]]:
-            if not live[s]:
-                live[s] = True
-                stack.append(s)
-    live_arr = np.asarray(live, dtype=bool)
-    if not live_arr[0]:
-        return None
-    remap = np.full(n + 1, DEAD, dtype=np.int32)
-    keep = np.flatnonzero(live_arr)
-    remap[keep] = np.arange(len(keep), dtype=np.int32)
-    t = trans[keep]
-    t = remap[np.where(t >= 0, t, n)]
-    return t, accepting[keep], 0
 
 
 def _out_edges(trans: np.ndarray) -> list[list[tuple[int, int]]]:
