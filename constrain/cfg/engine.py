@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from constrain.bitmask import bitmask_words
-from constrain.cfg.earley import NO_CONTEXT, EarleyParser
+from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import LexerBlocks
 from constrain.errors import GrammarError
@@ -33,16 +33,21 @@ from tokenizer_index import TokenizerIndex
 from tokenizer_index.trie import trie_nodes
 
 FINISHED = -2
-UNKNOWN = -2
+NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next,
+def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
-    """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when the
-    parser edge ``need = (context, terminal)`` is unknown (compute it and call again: the walk
-    resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]`` configurations."""
+    """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when
+    Python must act first (``need``: grow the parser store, build a lexer; then call again: the
+    walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
+    configurations. New parser edges are computed inline (``fast_earley.advance``)."""
+    ctx_tset = S[6]
+    tset_start = S[16]
+    ctx_start = S[17]
+    ctx_next = S[18]
     cap = cfg_c.shape[1]
     n = byte.shape[0]
     i = pos[0]
@@ -78,9 +83,18 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next,
                         c2 = c
                     else:
                         c2 = ctx_next[c, t]
-                        if c2 == -2:
-                            need[0] = c
-                            need[1] = t
+                        if c2 == UNKNOWN:
+                            c2 = advance(c, t, G, S, X)
+                        if c2 >= 0 and ctx_start[c2] < 0:
+                            if tset_start[ctx_tset[c2]] >= 0:
+                                ctx_start[c2] = tset_start[ctx_tset[c2]]
+                            else:
+                                need[0] = NEED_LEXER
+                                need[1] = c2
+                                c2 = NEED_LEXER
+                        if c2 < NO_CONTEXT:
+                            if c2 != NEED_LEXER:
+                                need[0] = c2
                             pos[0] = i
                             pos[1] = count
                             pos[2] = last
@@ -144,12 +158,16 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, max_depth, out_
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next, c, ev_node, ev_state,
+def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, G, S, X, c, ev_node, ev_state,
                      byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover
     """The context-dependent part of a mask: below every event node, walk the subtree from the
     configurations that start the next terminal in context ``c``. Resumable like ``_walk_cfg``:
     ``pos`` = [event index, node index or -1 before the event's start]. (Written out in one body:
     numba optimises it far better than the same logic split into helper functions.)"""
+    ctx_tset = S[6]
+    tset_start = S[16]
+    ctx_start = S[17]
+    ctx_next = S[18]
     cap = cfg_c.shape[1]
     e = pos[0]
     i = pos[1]
@@ -168,9 +186,18 @@ def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next, 
                         c2 = c
                     else:
                         c2 = ctx_next[c, t]
-                        if c2 == -2:
-                            need[0] = c
-                            need[1] = t
+                        if c2 == UNKNOWN:
+                            c2 = advance(c, t, G, S, X)
+                        if c2 >= 0 and ctx_start[c2] < 0:
+                            if tset_start[ctx_tset[c2]] >= 0:
+                                ctx_start[c2] = tset_start[ctx_tset[c2]]
+                            else:
+                                need[0] = NEED_LEXER
+                                need[1] = c2
+                                c2 = NEED_LEXER
+                        if c2 < NO_CONTEXT:
+                            if c2 != NEED_LEXER:
+                                need[0] = c2
                             pos[0] = e
                             pos[1] = -1
                             return 1
@@ -223,9 +250,18 @@ def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, ctx_start, ctx_next, 
                             c2 = cc
                         else:
                             c2 = ctx_next[cc, t]
-                            if c2 == -2:
-                                need[0] = cc
-                                need[1] = t
+                            if c2 == UNKNOWN:
+                                c2 = advance(cc, t, G, S, X)
+                            if c2 >= 0 and ctx_start[c2] < 0:
+                                if tset_start[ctx_tset[c2]] >= 0:
+                                    ctx_start[c2] = tset_start[ctx_tset[c2]]
+                                else:
+                                    need[0] = NEED_LEXER
+                                    need[1] = c2
+                                    c2 = NEED_LEXER
+                            if c2 < NO_CONTEXT:
+                                if c2 != NEED_LEXER:
+                                    need[0] = c2
                                 pos[0] = e
                                 pos[1] = i
                                 return 1
@@ -261,7 +297,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.cfg = cfg
         self.index = index
         self.description = description
-        self.parser = EarleyParser(cfg)
+        self.parser = FastEarley(cfg)
         self.n_terminals = len(cfg.terminals)
         self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len)
         self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
@@ -269,11 +305,6 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._is_ignore[t] = True
         self._eos = frozenset(index.eos_token_ids)
         self._lock = threading.RLock()
-        # per context: lexer start state and parser edges (UNKNOWN until computed)
-        self._n_ctx = 0
-        self._ctx_start: list[int] = []  # the same as _ctx_start_arr, for Python-side stepping
-        self._ctx_start_arr = np.zeros(64, dtype=np.int32)
-        self._ctx_next_arr = np.zeros((64, max(self.n_terminals, 1)), dtype=np.int32)
         # interned configuration sets
         self._config_ids: dict[frozenset, int] = {}
         self._configs: list[frozenset] = []
@@ -283,35 +314,40 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._boundary_parts: dict[tuple[int, int], np.ndarray | None] = {}  # (context, class) -> bits
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
-        self._register_contexts()
         root = self.parser.root
-        self.start_config = self._intern(frozenset({(root, self._ctx_start[root])}))
+        self.start_config = self._intern(frozenset({(root, self._start(root))}))
 
     # ------------------------------------------------------------------ contexts and configurations
-    def _register_contexts(self) -> None:
-        """Give every new parser context its lexer and an edge row."""
-        contexts = self.parser.contexts
-        while self._n_ctx < len(contexts):
-            c = self._n_ctx
-            if c == len(self._ctx_start_arr):  # grow by doubling; the walk reads these arrays
-                self._ctx_start_arr = np.concatenate([self._ctx_start_arr, np.zeros_like(self._ctx_start_arr)])
-                self._ctx_next_arr = np.concatenate([self._ctx_next_arr, np.zeros_like(self._ctx_next_arr)])
-            start = self.lexers.start_for(contexts[c].terminals)
-            self._ctx_start_arr[c] = start
-            self._ctx_start.append(start)
-            row = self._ctx_next_arr[c]
-            row[:] = -1
-            for t in contexts[c].terminals:
-                row[t] = UNKNOWN
-            self._n_ctx += 1
+    def _start(self, c: int) -> int:
+        """Lexer start state of context ``c`` (built on first use, one lexer per terminal set)."""
+        p = self.parser
+        s = int(p.ctx_start[c])
+        if s < 0:
+            tid = int(p.ctx_tset[c])
+            s = int(p.tset_start[tid])
+            if s < 0:
+                s = self.lexers.start_for(p.tset_terminals(tid))
+                p.tset_start[tid] = s
+            p.ctx_start[c] = s
+        return s
 
     def _child(self, cid: int, terminal: int) -> int:
-        nxt = int(self._ctx_next_arr[cid, terminal])
-        if nxt == UNKNOWN:
-            nxt = self.parser.advance(cid, terminal)
-            self._register_contexts()
-            self._ctx_next_arr[cid, terminal] = nxt
+        nxt = self.parser.advance(cid, terminal)
+        if nxt >= 0:
+            self._start(nxt)
         return nxt
+
+    def _serve(self, need: np.ndarray) -> None:
+        """Do what a walk stopped for (status 1), so it can resume."""
+        kind = int(need[0])
+        if kind == NEED_GROW:
+            self.parser.grow()
+        elif kind == NEED_LEXER:
+            self._start(int(need[1]))
+        elif kind == TOO_AMBIGUOUS:
+            self.parser.check(TOO_AMBIGUOUS)
+        else:  # pragma: no cover - a walk bug, not a user error
+            raise AssertionError(f"unexpected walk request {kind}")
 
     def _intern(self, configs: frozenset) -> int:
         cid = self._config_ids.get(configs)
@@ -323,32 +359,33 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _accepting(self, config_id: int) -> bool:
         if config_id == FINISHED:
             return True
-        starts = self._ctx_start
-        contexts = self.parser.contexts
-        return any(g == starts[c] and contexts[c].accepts for c, g in self._configs[config_id])
+        p = self.parser
+        return any(p.ctx_acc[c] and g == p.ctx_start[c] for c, g in self._configs[config_id])
 
     # ------------------------------------------------------------------ stepping
     def step_bytes(self, config_id: int, data: bytes) -> int:
         """Configuration set after ``data``, or -1 when no configuration survives."""
-        rows = self.lexers.rows
-        accepts = self.lexers.accepts
+        lexers = self.lexers
+        accepts = lexers.accepts
         ignore = self.cfg.ignore
-        starts = self._ctx_start
+        start = self._start
+        terminals = self.parser.terminals
         cur = self._configs[config_id]
         for b in data:
+            rows = lexers.trans  # re-read: stepping may build new lexer blocks
             nxt = set()
             for c, g in cur:
-                g2 = rows[g][b]
+                g2 = int(rows[g, b])
                 if g2 < 0:
                     continue
                 nxt.add((c, g2))
                 for t in accepts[g2]:
                     if t in ignore:
-                        nxt.add((c, starts[c]))
-                    if t in self.parser.contexts[c].terminals:
+                        nxt.add((c, start(c)))
+                    if t in terminals(c):
                         c2 = self._child(c, t)
                         if c2 != NO_CONTEXT:
-                            nxt.add((c2, starts[c2]))
+                            nxt.add((c2, start(c2)))
             if not nxt:
                 return -1
             if len(nxt) > MAX_CONFIGS:  # the same limit as the walk: stepping must not explode either
@@ -456,15 +493,15 @@ class CFGCompiledGrammar(CompiledGrammar):
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         while True:
             trans, acc_ptr, acc_terms = self.lexers.arrays()
-            ctx_start, ctx_next = self._context_arrays()
-            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, ctx_start, ctx_next,
+            p = self.parser
+            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
-            self._child(int(need[0]), int(need[1]))
+            self._serve(need)
 
     def _lexer_part(self, g: int):
         """(tokens staying inside the lexer from ``g``, event nodes, event states), per state class."""
@@ -495,8 +532,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         while True:
             trans, acc_ptr, acc_terms = self.lexers.arrays()
-            ctx_start, ctx_next = self._context_arrays()
-            status = _walk_boundaries(trans, acc_ptr, acc_terms, self._is_ignore, ctx_start, ctx_next, np.int32(c),
+            p = self.parser
+            status = _walk_boundaries(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, np.int32(c),
                                       ev_node, ev_state, nodes.byte, nodes.depth, nodes.skip, nodes.token,
                                       cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
@@ -504,10 +541,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
-            self._child(int(need[0]), int(need[1]))
-
-    def _context_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        return self._ctx_start_arr, self._ctx_next_arr
+            self._serve(need)
 
     def _finished_mask(self) -> MaskEntry:
         if self._finished_entry is None:
@@ -537,7 +571,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             return f"{self.description} after EOS"
         expected = set()
         for c, g in self._configs[config_id]:
-            expected |= {self.cfg.terminal_names[t] for t in self.parser.contexts[c].terminals}
+            expected |= {self.cfg.terminal_names[t] for t in self.parser.terminals(c)}
         return f"{self.description} (expecting one of: {', '.join(sorted(expected)) or 'end of text'})"
 
     def __repr__(self) -> str:

@@ -1,18 +1,122 @@
 """Lexer DFAs: one per set of terminals a parser context allows, all in one global state space.
 
-Each block is the subset construction of the union of its terminals' NFAs, with every state
-labelled by the terminals that may end there. Blocks are built on first use and appended to
-one transition table, so the numba walk needs a single array. A block's start state has no
-incoming transitions (it is split off if the subset construction loops back to it), which lets
-the engine read "lexer at its start state" as "between terminals".
+Each terminal is compiled once to its minimal, trimmed byte DFA (``regex.automaton.build_dfa``).
+A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
+vector of the components still alive (one per terminal), labelled by the terminals whose
+component accepts. The product is built in numba over the block's byte classes. Since every
+component can still reach acceptance, every product state can, so no trimming is needed.
+
+Blocks are built on first use and appended to one transition table, so the numba walk needs a
+single array. A block's start state has no incoming transitions (a revisit of the start vector
+gets its own state), which lets the engine read "lexer at its start state" as "between
+terminals".
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-from constrain.errors import GrammarError
-from constrain.regex.automaton import MAX_DFA_STATES, _NFA
+from constrain.errors import GrammarError, RegexError
+from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
+
+
+@numba.njit(cache=True)
+def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # pragma: no cover - numba
+    """Product DFA of the component DFAs whose start states are ``starts``, over the byte class
+    representatives ``reps``. Returns (rows [n, len(reps)], accept ptr, accept terminals), or
+    empty rows when the product exceeds ``max_states``."""
+    n_cls = reps.shape[0]
+    k = starts.shape[0]
+    cap = 64
+    rows = np.full((cap, n_cls), -1, dtype=np.int32)
+    vec_ptr = np.zeros(cap + 1, dtype=np.int64)
+    vec = np.empty(max(64, 4 * k), dtype=np.int32)
+    hashes = np.zeros(cap, dtype=np.int64)
+    slots = np.full(4 * cap, -1, dtype=np.int32)
+    vec[:k] = starts
+    vec_ptr[1] = k
+    n = 1
+    scratch = np.empty(k, dtype=np.int32)
+    q = 0
+    while q < n:
+        lo = vec_ptr[q]
+        hi = vec_ptr[q + 1]
+        for ci in range(n_cls):
+            b = reps[ci]
+            m = 0
+            h = np.int64(-3750763034362895579)
+            for j in range(lo, hi):
+                g2 = comp_trans[vec[j], b]
+                if g2 >= 0:
+                    scratch[m] = g2
+                    m += 1
+                    h = (h ^ g2) * 1099511628211
+            if m == 0:
+                continue
+            mask = slots.shape[0] - 1
+            s = ((h >> 17) ^ h) & mask
+            found = -1
+            while slots[s] >= 0:
+                j2 = slots[s]
+                if hashes[j2] == h and vec_ptr[j2 + 1] - vec_ptr[j2] == m:
+                    same = True
+                    base = vec_ptr[j2]
+                    for x in range(m):
+                        if vec[base + x] != scratch[x]:
+                            same = False
+                            break
+                    if same:
+                        found = j2
+                        break
+                s = (s + 1) & mask
+            if found < 0:
+                if n >= max_states:
+                    return rows[:0], np.zeros(1, dtype=np.int32), vec[:0]
+                if n == cap:  # grow every per-state array, rehash
+                    cap *= 2
+                    rows2 = np.full((cap, n_cls), -1, dtype=np.int32)
+                    rows2[:n] = rows[:n]
+                    rows = rows2
+                    p2 = np.zeros(cap + 1, dtype=np.int64)
+                    p2[: n + 1] = vec_ptr[: n + 1]
+                    vec_ptr = p2
+                    h2 = np.zeros(cap, dtype=np.int64)
+                    h2[:n] = hashes[:n]
+                    hashes = h2
+                    slots = np.full(4 * cap, -1, dtype=np.int32)
+                    mask = slots.shape[0] - 1
+                    for j2 in range(1, n):
+                        s2 = ((hashes[j2] >> 17) ^ hashes[j2]) & mask
+                        while slots[s2] >= 0:
+                            s2 = (s2 + 1) & mask
+                        slots[s2] = j2
+                    s = ((h >> 17) ^ h) & mask
+                    while slots[s] >= 0:
+                        s = (s + 1) & mask
+                top = vec_ptr[n]
+                if top + m > vec.shape[0]:
+                    v2 = np.empty(2 * (top + m), dtype=np.int32)
+                    v2[:top] = vec[:top]
+                    vec = v2
+                vec[top: top + m] = scratch[:m]
+                vec_ptr[n + 1] = top + m
+                hashes[n] = h
+                slots[s] = n  # the start state (0) is never in the table: revisits get a new state
+                found = n
+                n += 1
+            rows[q, ci] = found
+        q += 1
+    acc_ptr = np.zeros(n + 1, dtype=np.int32)
+    acc_terms = np.empty(vec_ptr[n], dtype=np.int32)
+    a = 0
+    for q in range(n):
+        for j in range(vec_ptr[q], vec_ptr[q + 1]):
+            if comp_acc[vec[j]]:
+                acc_terms[a] = comp_term[vec[j]]
+                a += 1
+        acc_ptr[q + 1] = a
+    return rows[:n], acc_ptr, acc_terms[:a]
 
 
 class LexerBlocks:
@@ -22,14 +126,20 @@ class LexerBlocks:
         self.mask_class: list[int] = []  # global state -> class id (see regex/equivalence.py)
         self._next_class = 0
         self.ignore = frozenset(ignore)
-        self.rows: list[list[int]] = []  # global state -> 256 next global states (-1 dead)
         self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
         self._starts: dict[frozenset, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._trans = np.full((64, 256), -1, dtype=np.int32)
-        self._filled = 0
+        self._n = 0
         self._ptr_list: list[int] = [0]
         self._terms_list: list[int] = []
+        # every terminal's minimal DFA, concatenated on first use ("components")
+        self._comp_trans = np.full((64, 256), -1, dtype=np.int32)
+        self._comp_acc = np.zeros(64, dtype=np.bool_)
+        self._comp_term = np.zeros(64, dtype=np.int32)
+        self._n_comp = 0
+        self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
+        self._term_classes: dict[int, np.ndarray] = {}
 
     def start_for(self, allowed: frozenset[int]) -> int:
         key = frozenset(allowed) | self.ignore
@@ -38,137 +148,91 @@ class LexerBlocks:
             start = self._starts[key] = self._build(sorted(key))
         return start
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk.
+    @property
+    def trans(self) -> np.ndarray:
+        """int32 [G, 256] next global state (-1 dead)."""
+        return self._trans[: self._n]
 
-        Grown in place (capacity doubling): a new block appends its rows instead of rebuilding."""
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk."""
         if self._arrays is None:
-            have = self._filled
-            n = len(self.rows)
-            if self._trans.shape[0] < n:
-                cap = max(n, 2 * self._trans.shape[0])
-                grown = np.full((cap, 256), -1, dtype=np.int32)
-                grown[:have] = self._trans[:have]
-                self._trans = grown
-            if n > have:
-                self._trans[have:n] = np.asarray(self.rows[have:n], dtype=np.int32).reshape(n - have, 256)
-                for a in self.accepts[have:n]:
-                    self._terms_list.extend(a)
-                    self._ptr_list.append(len(self._terms_list))
-                self._filled = n
-            self._arrays = (self._trans[:n], np.asarray(self._ptr_list, dtype=np.int32),
+            self._arrays = (self._trans[: self._n], np.asarray(self._ptr_list, dtype=np.int32),
                             np.asarray(self._terms_list, dtype=np.int32))
         return self._arrays
 
-    def _add_classes(self, rows, accepts) -> None:
-        classes = _block_classes(rows, accepts, self.token_depth) + self._next_class
+    # ------------------------------------------------------------------ building
+    def _component(self, t: int) -> int:
+        """Start component of terminal ``t``'s DFA (compiled and appended on first use)."""
+        start = self._term_start.get(t)
+        if start is not None:
+            return start
+        try:
+            dfa = build_dfa(self.terminals[t])
+        except RegexError:  # a terminal with an empty language never matches
+            self._term_start[t] = -1
+            return -1
+        base = self._n_comp
+        n = dfa.num_states
+        if base + n > self._comp_trans.shape[0]:
+            cap = max(base + n, 2 * self._comp_trans.shape[0])
+            for name, fill in (("_comp_trans", -1), ("_comp_acc", False), ("_comp_term", 0)):
+                a = getattr(self, name)
+                b = np.full((cap,) + a.shape[1:], fill, dtype=a.dtype)
+                b[:base] = a[:base]
+                setattr(self, name, b)
+        self._comp_trans[base: base + n] = np.where(dfa.trans >= 0, dfa.trans + base, -1)
+        self._comp_acc[base: base + n] = dfa.accepting
+        self._comp_term[base: base + n] = t
+        self._n_comp = base + n
+        self._term_start[t] = base + dfa.start
+        self._term_classes[t] = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
+        return base + dfa.start
+
+    def _append(self, rows: np.ndarray, acc_ptr: np.ndarray, acc_terms: np.ndarray, table: np.ndarray | None = None) -> int:
+        """Append a block (``rows`` over bytes; ``table``: the same over its byte classes)."""
+        base = self._n
+        n = rows.shape[0]
+        if base + n > self._trans.shape[0]:
+            cap = max(base + n, 2 * self._trans.shape[0])
+            grown = np.full((cap, 256), -1, dtype=np.int32)
+            grown[:base] = self._trans[:base]
+            self._trans = grown
+        self._trans[base: base + n] = np.where(rows >= 0, rows + base, -1)
+        ptr = acc_ptr.tolist()
+        terms = acc_terms.tolist()
+        accepts = [tuple(sorted(terms[ptr[q]: ptr[q + 1]])) for q in range(n)]
+        self.accepts.extend(accepts)
+        off = len(self._terms_list)
+        self._terms_list.extend(terms)
+        self._ptr_list.extend(p + off for p in ptr[1:])
+        classes = _block_classes(rows if table is None else table, accepts, self.token_depth) + self._next_class
         self.mask_class.extend(classes.tolist())
         self._next_class = int(classes.max()) + 1
-
-    def _build(self, terminal_ids: list[int]) -> int:
-        base = len(self.rows)
-        if not terminal_ids:  # nothing may follow: a start state with no way out
-            self.rows.append([-1] * 256)
-            self.accepts.append(())
-            self.mask_class.append(self._next_class)
-            self._next_class += 1
-            self._arrays = None
-            return base
-        nfa = _NFA()
-        start = nfa.state()
-        finals: dict[int, int] = {}
-        for t in terminal_ids:
-            s = nfa.state()
-            nfa.eps[start].append(s)
-            e = nfa.build_from(self.terminals[t], s)
-            finals[e] = t
-        rows, accepts = _determinize_tagged(nfa, start, finals)
-        rows, accepts = _trim_tagged(rows, accepts)
-        rows, accepts = _split_start(rows, accepts)
-        for row in rows:
-            self.rows.append([(x + base if x >= 0 else -1) for x in row])
-        self.accepts.extend(accepts)
-        self._add_classes(rows, accepts)
+        self._n = base + n
         self._arrays = None
         return base
 
+    def _build(self, terminal_ids: list[int]) -> int:
+        starts = [s for s in (self._component(t) for t in terminal_ids) if s >= 0]
+        if not starts:  # nothing may follow: a start state with no way out
+            return self._append(np.full((1, 256), -1, dtype=np.int32), np.zeros(2, dtype=np.int32),
+                                np.zeros(0, dtype=np.int32))
+        starts_arr = np.asarray(sorted(starts), dtype=np.int32)
+        # the block's byte classes: bytes no component tells apart
+        cls = np.stack([self._term_classes[t] for t in terminal_ids if self._term_start[t] >= 0], axis=1)
+        _, reps, class_of = np.unique(cls, axis=0, return_index=True, return_inverse=True)
+        rows_c, acc_ptr, acc_terms = _product(self._comp_trans, self._comp_acc, self._comp_term, starts_arr,
+                                              reps.astype(np.int32), MAX_DFA_STATES)
+        if rows_c.shape[0] == 0:
+            raise GrammarError(f"a lexer automaton exceeds {MAX_DFA_STATES} states; simplify the terminals")
+        rows = np.ascontiguousarray(rows_c[:, class_of.reshape(-1)])
+        return self._append(rows, acc_ptr, acc_terms, rows_c)
 
-def _block_classes(rows, accepts, depth: int):
+
+def _block_classes(rows: np.ndarray, accepts: list[tuple], depth: int) -> np.ndarray:
     from constrain.regex.equivalence import bounded_equivalence
 
     tag_ids: dict[tuple, int] = {}
     tags = np.fromiter((tag_ids.setdefault(a, len(tag_ids)) for a in accepts), dtype=np.int64, count=len(accepts))
     tags[0] = len(tag_ids)  # the start state means "between terminals": never merged
-    return bounded_equivalence(np.asarray(rows, dtype=np.int64), tags, depth)
-
-
-def _determinize_tagged(nfa: _NFA, start: int, finals: dict[int, int]) -> tuple[list[list[int]], list[tuple]]:
-    closure = nfa.epsilon_closure
-
-    def key_of(states) -> frozenset[int]:
-        return frozenset(s for s in states if nfa.edges[s] or s in finals)
-
-    first = key_of(closure(start))
-    ids = {first: 0}
-    order = [first]
-    rows: list[list[int]] = []
-    accepts: list[tuple] = []
-    i = 0
-    while i < len(order):
-        current = order[i]
-        i += 1
-        accepts.append(tuple(sorted({finals[s] for s in current if s in finals})))
-        targets: dict[int, set[int]] = {}
-        for s in current:
-            for lo, hi, t in nfa.edges[s]:
-                cl = closure(t)
-                for b in range(lo, hi + 1):
-                    targets.setdefault(b, set()).update(cl)
-        row = [-1] * 256
-        for b, tset in targets.items():
-            key = key_of(tset)
-            j = ids.get(key)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise GrammarError(f"a lexer automaton exceeds {MAX_DFA_STATES} states; simplify the terminals")
-                j = ids[key] = len(order)
-                order.append(key)
-            row[b] = j
-        rows.append(row)
-    return rows, accepts
-
-
-def _trim_tagged(rows: list[list[int]], accepts: list[tuple]) -> tuple[list[list[int]], list[tuple]]:
-    """Drop states from which no terminal can end (keeps state 0)."""
-    n = len(rows)
-    rev: list[set[int]] = [set() for _ in range(n)]
-    for s, row in enumerate(rows):
-        for t in row:
-            if t >= 0:
-                rev[t].add(s)
-    live = [bool(a) for a in accepts]
-    stack = [s for s in range(n) if live[s]]
-    while stack:
-        t = stack.pop()
-        for s in rev[t]:
-            if not live[s]:
-                live[s] = True
-                stack.append(s)
-    live[0] = True
-    remap = {}
-    for s in range(n):
-        if live[s]:
-            remap[s] = len(remap)
-    new_rows = [[(remap[t] if t >= 0 and live[t] else -1) for t in rows[s]] for s in range(n) if live[s]]
-    return new_rows, [accepts[s] for s in range(n) if live[s]]
-
-
-def _split_start(rows: list[list[int]], accepts: list[tuple]) -> tuple[list[list[int]], list[tuple]]:
-    """Make state 0 unreachable from other states by redirecting loops into a copy of it."""
-    if not any(t == 0 for row in rows for t in row):
-        return rows, accepts
-    copy = len(rows)
-    rows = [[(copy if t == 0 else t) for t in row] for row in rows]
-    rows.append(list(rows[0]))
-    accepts = accepts + [accepts[0]]
-    return rows, accepts
+    return bounded_equivalence(rows, tags, depth)

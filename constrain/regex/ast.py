@@ -3,6 +3,8 @@ plus ``("dfa", DFA)`` leaves from boolean operations. Front ends (GBNF, JSON Sch
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from constrain.regex import charset as cs
 
 Node = tuple
@@ -12,7 +14,12 @@ EMPTY: Node = ("cat", ())  # the empty string
 
 def lit(text: str) -> Node:
     """Exactly ``text``."""
-    return ("cat", tuple(("set", cs.single(ord(c))) for c in text))
+    return ("cat", tuple(_char(c) for c in text))
+
+
+@lru_cache(maxsize=None)
+def _char(c: str) -> Node:
+    return ("set", cs.single(ord(c)))
 
 
 def cat(*parts: Node) -> Node:

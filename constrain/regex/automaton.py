@@ -455,6 +455,9 @@ def build_dfa(node, source: str | None = None) -> DFA:
 
 
 def _build_dfa(node, source: str | None) -> DFA:
+    words = _literal_words(node)
+    if words is not None and len(words) > 64:
+        return _word_set_dfa(words)
     nfa = _NFA()
     start, final = nfa.build(node)
     det = _determinize(nfa, start, final)  # already trim: every state can reach acceptance
@@ -465,3 +468,80 @@ def _build_dfa(node, source: str | None) -> DFA:
     table, accepting, horizon = _minimize(table, accepting)
     trans = np.ascontiguousarray(table[:, class_of], dtype=np.int32)
     return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32), horizon=horizon)
+
+
+def _literal_words(node) -> list[bytes] | None:
+    """The UTF-8 strings of an alternation of plain literals (a big ``enum``), else None."""
+    if node[0] != "alt":
+        return None
+    out = []
+    for child in node[1]:
+        parts = child[1] if child[0] == "cat" else (child,) if child[0] == "set" else None
+        if parts is None:
+            return None
+        chars = []
+        for p in parts:
+            if p[0] != "set" or len(p[1]) != 1 or p[1][0][0] != p[1][0][1]:
+                return None
+            chars.append(chr(p[1][0][0]))
+        out.append("".join(chars).encode("utf-8", "surrogatepass"))
+    return out
+
+
+def _word_set_dfa(words: list[bytes]) -> DFA:
+    """Minimal acyclic DFA of a finite word set, built incrementally from the sorted words
+    (Daciuk et al. 2000): linear in the input, where subset construction of the alternation
+    NFA would visit every prefix of every word."""
+    edges: list[dict[int, int]] = [{}]
+    final = [False]
+    register: dict[tuple, int] = {}
+
+    def settle(path: list[int], word: bytes, depth: int) -> None:
+        # replace the states of ``word`` deeper than ``depth`` by equivalent registered ones
+        for d in range(len(word), depth, -1):
+            child = path[d]
+            sig = (final[child], tuple(sorted(edges[child].items())))
+            got = register.get(sig)
+            if got is None:
+                register[sig] = child
+            else:
+                edges[path[d - 1]][word[d - 1]] = got
+
+    prev = b""
+    path = [0]
+    for w in sorted(set(words)):
+        k = 0
+        limit = min(len(prev), len(w))
+        while k < limit and prev[k] == w[k]:
+            k += 1
+        settle(path, prev, k)
+        del path[k + 1:]
+        cur = path[k]
+        for b in w[k:]:
+            edges.append({})
+            final.append(False)
+            nxt = len(edges) - 1
+            edges[cur][b] = nxt
+            path.append(nxt)
+            cur = nxt
+        final[cur] = True
+        prev = w
+    settle(path, prev, 0)
+    # renumber the reachable states from 0
+    ids = {0: 0}
+    order = [0]
+    for s in order:
+        for t in edges[s].values():
+            if t not in ids:
+                ids[t] = len(order)
+                order.append(t)
+    if len(order) > MAX_DFA_STATES:
+        raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states", source=None, pos=None)
+    trans = np.full((len(order), 256), DEAD, dtype=np.int32)
+    for i, s in enumerate(order):
+        for b, t in edges[s].items():
+            trans[i, b] = ids[t]
+    accepting = np.array([final[s] for s in order], dtype=bool)
+    _, reps, class_of = np.unique(trans.T, axis=0, return_index=True, return_inverse=True)
+    return DFA(trans=trans, accepting=accepting, table=np.ascontiguousarray(trans[:, reps]),
+               classes=class_of.reshape(-1).astype(np.int32))

@@ -55,6 +55,7 @@ def negate(ranges: Ranges) -> Ranges:
     return normalize(out)
 
 
+@lru_cache(maxsize=None)
 def single(cp: int) -> Ranges:
     if SURROGATES[0] <= cp <= SURROGATES[1]:
         return ()

@@ -31,45 +31,6 @@ class MaskEntry:
     single: int  # the only allowed token when count == 1, else -1
 
 
-def bounded_equivalence_sparse(trans: np.ndarray, tags: np.ndarray, depth: int) -> np.ndarray:
-    """``constrain.regex.equivalence.bounded_equivalence`` (the same partition, other block ids)
-    with each state's signature built from its live transitions only.
-
-    A state's signature is (block, its live (class, successor block) pairs, -1 padded to the
-    largest out-degree) instead of (block, one successor per class): the same equality, but rows
-    of 1 + 2 * max_degree instead of 1 + classes numbers. Sorting the wide rows dominated the
-    dense version (~110 µs a round for a 300-character literal over 78 classes, 1 ms in all,
-    paid by the first mask); here a round costs ~10 µs.
-    """
-    n, _ = trans.shape
-    _, part = np.unique(tags, return_inverse=True)
-    part = part.reshape(-1).astype(np.int64)
-    if n == 0:
-        return part
-    src, cls = np.nonzero(trans >= 0)  # row-major: grouped by state, classes ascending
-    dst = trans[src, cls].astype(np.int64)
-    deg = np.bincount(src, minlength=n)
-    width = 1 + 2 * int(deg.max(initial=0))
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(deg, out=starts[1:])
-    col = 2 * (np.arange(len(src)) - starts[src]) + 1
-    sig = np.full((n, width), -1, dtype=np.int64)
-    sig[src, col] = cls
-    n_parts = int(part.max()) + 1
-    void = np.dtype((np.void, 8 * width))
-    for _ in range(depth):
-        sig[:, 0] = part
-        sig[src, col + 1] = part[dst]
-        _, new_part = np.unique(sig.view(void).reshape(-1), return_inverse=True)
-        new_part = new_part.reshape(-1)
-        new_n = int(new_part.max()) + 1
-        part = new_part
-        if new_n == n_parts:
-            break
-        n_parts = new_n
-    return part
-
-
 class RegexCompiledGrammar(CompiledGrammar):
     def __init__(self, dfa: DFA, index: TokenizerIndex, description: str = "regex") -> None:
         self.dfa = dfa
@@ -147,7 +108,7 @@ class RegexCompiledGrammar(CompiledGrammar):
 
     def _mask_class(self, state: int) -> int:
         if self._equiv is None:
-            from constrain.regex.equivalence import MIN_STATES
+            from constrain.regex.equivalence import MIN_STATES, bounded_equivalence
 
             horizon = self.dfa.horizon
             if (horizon is not None and horizon <= self.index.trie.max_len) or self.dfa.num_states < MIN_STATES:
@@ -157,8 +118,8 @@ class RegexCompiledGrammar(CompiledGrammar):
                 self._equiv = np.arange(self.dfa.num_states)
             else:
                 table = self.dfa.table if self.dfa.table is not None else self.dfa.trans
-                self._equiv = bounded_equivalence_sparse(table, self.dfa.accepting.astype(np.int64),
-                                                         self.index.trie.max_len)
+                self._equiv = bounded_equivalence(table, self.dfa.accepting.astype(np.int64),
+                                                  self.index.trie.max_len, min_states=0)
         return int(self._equiv[state])
 
     def precompute_masks(self) -> None:

@@ -9,6 +9,7 @@ mask computation, not thousands: every state far from the bound is in the same c
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 
@@ -16,27 +17,81 @@ import numpy as np
 MIN_STATES = 512
 
 
-def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int) -> np.ndarray:
+@numba.njit(cache=True)
+def _same_signature(a, b, part, ptr, cls, dst):  # pragma: no cover - numba
+    if part[a] != part[b] or ptr[a + 1] - ptr[a] != ptr[b + 1] - ptr[b]:
+        return False
+    for k in range(ptr[a + 1] - ptr[a]):
+        ea = ptr[a] + k
+        eb = ptr[b] + k
+        if cls[ea] != cls[eb] or part[dst[ea]] != part[dst[eb]]:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
+    """Up to ``depth`` Moore refinement rounds over a sparse transition list. Signatures are
+    hashed, states sorted by hash, and equal hashes verified exactly (collisions only split)."""
+    n = ptr.shape[0] - 1
+    n_parts = 0
+    for s in range(n):
+        n_parts = max(n_parts, part[s] + 1)
+    h = np.empty(n, dtype=np.int64)
+    new = np.empty(n, dtype=np.int64)
+    reps = np.empty(n, dtype=np.int64)
+    for _ in range(depth):
+        for s in range(n):
+            x = np.int64(part[s]) * 1099511628211 + 7
+            for e in range(ptr[s], ptr[s + 1]):
+                x = (x ^ cls[e]) * 1099511628211
+                x = (x ^ part[dst[e]]) * 1099511628211
+            h[s] = x
+        order = np.argsort(h)
+        nid = 0
+        i = 0
+        while i < n:
+            j = i
+            while j < n and h[order[j]] == h[order[i]]:
+                j += 1
+            n_reps = 0
+            for a in range(i, j):
+                s = order[a]
+                found = -1
+                for r in range(n_reps):
+                    if _same_signature(s, reps[r], part, ptr, cls, dst):
+                        found = new[reps[r]]
+                        break
+                if found < 0:
+                    found = nid
+                    nid += 1
+                    reps[n_reps] = s
+                    n_reps += 1
+                new[s] = found
+            i = j
+        part[:] = new
+        if nid == n_parts:
+            break
+        n_parts = nid
+    return part
+
+
+def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int, min_states: int = MIN_STATES) -> np.ndarray:
     """Class id per state: equal ids <=> same ``tags`` and same behaviour on strings of length <= depth.
 
     ``trans``: int [S, C] next states (-1 dead) over bytes or byte classes; ``tags``: int [S].
-    Small automata get one class per state (sound: a finer partition only shares less).
+    Automata under ``min_states`` get one class per state (sound: a finer partition only shares less).
+    Each Moore round costs one pass over the live transitions plus a sort of S hashes.
     """
     n = trans.shape[0]
-    if n < MIN_STATES:
+    if n < min_states:
         return np.arange(n, dtype=np.int64)
     _, part = np.unique(tags, return_inverse=True)
     part = part.reshape(-1).astype(np.int64)
-    n_parts = int(part.max()) + 1 if n else 0
-    for _ in range(depth):
-        succ = np.where(trans >= 0, part[trans.clip(min=0)], -1)
-        sig = np.ascontiguousarray(np.concatenate([part[:, None], succ], axis=1))
-        rows = sig.view(np.dtype((np.void, sig.dtype.itemsize * sig.shape[1]))).reshape(-1)
-        _, new_part = np.unique(rows, return_inverse=True)
-        new_part = new_part.reshape(-1)
-        new_n = int(new_part.max()) + 1
-        part = new_part
-        if new_n == n_parts:
-            break
-        n_parts = new_n
-    return part
+    if n == 0:
+        return part
+    src, cls = np.nonzero(trans >= 0)  # row-major: grouped by state, classes ascending
+    dst = trans[src, cls].astype(np.int64)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return _moore_rounds(ptr, cls.astype(np.int64), dst, part, depth)

@@ -1,0 +1,510 @@
+"""Earley contexts in flat arrays, advanced inside numba (the mask walk calls ``advance`` inline).
+
+Same semantics as ``earley.py`` (the readable reference, used by tests as an oracle): a context
+is one Earley set, hash-consed, with completed items left out of its identity. The
+representation is what makes it fast:
+
+* An item is a dotted rule id (``rule_base[r] + dot``). A context stores only its *kernel*:
+  the ``(item, origin)`` pairs with a real origin, sorted. Items predicted in the set itself
+  are implied by the set of predicted nonterminals ``P``, closed under prediction and
+  nullable skips once per nonterminal at build time (``pred_closure``), and interned as a
+  prediction-set id. Seeding by a terminal and completing into an origin read static
+  per-terminal / per-nonterminal item lists filtered by ``P``'s bitset, so no predicted item is
+  ever copied.
+* Each context has a terminal-set id (what it expects next); the engine builds one lexer per
+  terminal set and caches its start state per context (``ctx_start``; -1 until built).
+* ``ctx_next[c, t]`` memoises edges: -1 not allowed, -2 unknown (``advance`` computes it).
+
+``advance`` never allocates: when an array is full it returns ``NEED_GROW`` and the Python side
+grows the store and retries. Everything a context needs is append-only, so forks, beams and
+rollbacks share contexts freely (a matcher's parser state is one int).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from constrain.cfg.ir import CFG, is_nt
+from constrain.errors import GrammarError
+
+KIND_T, KIND_NT, KIND_END = 0, 1, 2
+NO_CONTEXT = -1
+UNKNOWN = -2
+NEED_GROW = -3
+TOO_AMBIGUOUS = -4
+MAX_CONTEXTS = 2_000_000  # documented limit: a pathological grammar stops here with a clear error
+MAX_SET_ITEMS = 1 << 16  # distinct (item, origin) pairs in one Earley set
+_SEEN_SIZE = 1 << 18  # open-addressing scratch table (> 2 * MAX_SET_ITEMS)
+
+# counters
+N_CTX, N_K, N_PID, N_TSET = 0, 1, 2, 3
+_PRIME = 1099511628211
+
+
+@numba.njit(cache=True, inline="always")
+def _mix(h, x):  # pragma: no cover - numba
+    return (h ^ x) * _PRIME
+
+
+@numba.njit(cache=True, inline="always")
+def _slot_of(h, mask):  # pragma: no cover - numba
+    return ((h >> 17) ^ h) & mask
+
+
+@numba.njit(cache=True)
+def _find_or_add_bits(bits, hashes, slots, n_arr, n_idx, vec):  # pragma: no cover - numba
+    """Intern the bitset ``vec`` among rows ``bits[:n]``: (its id or -1 when full, whether new)."""
+    n = n_arr[n_idx]
+    h = np.int64(14695981039346656037 - (1 << 64))
+    for w in range(vec.shape[0]):
+        h = _mix(h, np.int64(vec[w]))
+    mask = slots.shape[0] - 1
+    s = _slot_of(h, mask)
+    while True:
+        j = slots[s]
+        if j < 0:
+            break
+        if hashes[j] == h:
+            same = True
+            for w in range(vec.shape[0]):
+                if bits[j, w] != vec[w]:
+                    same = False
+                    break
+            if same:
+                return j, False
+        s = (s + 1) & mask
+    if n >= bits.shape[0] or 2 * (n + 1) > slots.shape[0]:
+        return -1, False
+    bits[n, :] = vec
+    hashes[n] = h
+    slots[s] = n
+    n_arr[n_idx] = n + 1
+    return n, True
+
+
+@numba.njit(cache=True)
+def _rehash(hashes, n, slots):  # pragma: no cover - numba
+    slots[:] = -1
+    mask = slots.shape[0] - 1
+    for j in range(n):
+        s = _slot_of(hashes[j], mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = j
+
+
+@numba.njit(cache=True)
+def advance(c, t, G, S, X):  # pragma: no cover - numba
+    """The context after terminal ``t`` in context ``c`` (which must expect ``t``); or
+    ``NEED_GROW`` (grow the store, call again) or ``TOO_AMBIGUOUS``. Memoises ``ctx_next``."""
+    (item_kind, item_arg, item_lhs, nullable, pred_closure, first_terms,
+     by_term_ptr, by_term_items, waiters_ptr, waiters_items, info) = G
+    (ctx_klo, ctx_khi, k_item, k_orig, ctx_pid, ctx_acc, ctx_tset, ctx_hash, ctx_slots,
+     pid_bits, pid_terms, pid_hash, pid_slots, tset_bits, tset_hash, tset_slots, tset_start,
+     ctx_start, ctx_next, counters) = S
+    (stack, seen, touched, kbuf, ntbits, tbits) = X
+    start_nt = info[0]
+    root = info[1]
+    n_ctx = counters[N_CTX]
+    if n_ctx >= ctx_klo.shape[0] or 2 * (n_ctx + 1) > ctx_slots.shape[0]:
+        return NEED_GROW
+    mask = seen.shape[0] - 1
+    n_stack = 0
+    n_touched = 0
+    n_k = 0
+    acc = False
+    ntbits[:] = 0
+    overflow = False
+    # seeds: kernel items of c expecting t, and predicted items of c expecting t
+    for k in range(ctx_klo[c], ctx_khi[c]):
+        it = k_item[k]
+        if item_kind[it] == KIND_T and item_arg[it] == t:
+            key = (np.int64(it + 1) << 32) | np.int64(k_orig[k])
+            s = _slot_of(key * _PRIME, mask)
+            while seen[s] != -1 and seen[s] != key:
+                s = (s + 1) & mask
+            if seen[s] == -1:
+                if n_touched >= MAX_SET_ITEMS:
+                    overflow = True
+                    break
+                seen[s] = key
+                touched[n_touched] = s
+                n_touched += 1
+                stack[n_stack] = key
+                n_stack += 1
+    pid = ctx_pid[c]
+    for j in range(by_term_ptr[t], by_term_ptr[t + 1]):
+        it = by_term_items[j]
+        a = item_lhs[it]
+        if (pid_bits[pid, a >> 6] >> np.uint64(a & 63)) & np.uint64(1):
+            key = (np.int64(it + 1) << 32) | np.int64(c)
+            s = _slot_of(key * _PRIME, mask)
+            while seen[s] != -1 and seen[s] != key:
+                s = (s + 1) & mask
+            if seen[s] == -1:
+                if n_touched >= MAX_SET_ITEMS:
+                    overflow = True
+                    break
+                seen[s] = key
+                touched[n_touched] = s
+                n_touched += 1
+                stack[n_stack] = key
+                n_stack += 1
+    if overflow:
+        n_stack = 0
+    # closure: completion into origins, prediction as bitsets, nullable skips
+    while n_stack > 0:
+        n_stack -= 1
+        key = stack[n_stack]
+        it = np.int32(key >> 32)
+        o = np.int32(key & 0xFFFFFFFF)
+        kind = item_kind[it]
+        if kind == KIND_END:
+            lhs = item_lhs[it]
+            if lhs == start_nt and o == root:
+                acc = True
+            for pass_ in range(2):
+                if pass_ == 0:
+                    lo = ctx_klo[o]
+                    hi = ctx_khi[o]
+                else:
+                    lo = waiters_ptr[lhs]
+                    hi = waiters_ptr[lhs + 1]
+                po = ctx_pid[o]
+                for k in range(lo, hi):
+                    if pass_ == 0:
+                        it2 = k_item[k]
+                        if item_kind[it2] != KIND_NT or item_arg[it2] != lhs:
+                            continue
+                        o2 = k_orig[k]
+                    else:
+                        it2 = waiters_items[k]
+                        a = item_lhs[it2]
+                        if not ((pid_bits[po, a >> 6] >> np.uint64(a & 63)) & np.uint64(1)):
+                            continue
+                        o2 = o
+                    key2 = (np.int64(it2 + 1) << 32) | np.int64(o2)
+                    s = _slot_of(key2 * _PRIME, mask)
+                    while seen[s] != -1 and seen[s] != key2:
+                        s = (s + 1) & mask
+                    if seen[s] == -1:
+                        if n_touched >= MAX_SET_ITEMS:
+                            overflow = True
+                            break
+                        seen[s] = key2
+                        touched[n_touched] = s
+                        n_touched += 1
+                        stack[n_stack] = key2
+                        n_stack += 1
+                if overflow:
+                    break
+            if overflow:
+                break
+            continue
+        kbuf[n_k] = key
+        n_k += 1
+        if kind == KIND_NT:
+            b = item_arg[it]
+            for w in range(ntbits.shape[0]):
+                ntbits[w] |= pred_closure[b, w]
+            if nullable[b]:
+                key2 = key + (np.int64(1) << 32)
+                s = _slot_of(key2 * _PRIME, mask)
+                while seen[s] != -1 and seen[s] != key2:
+                    s = (s + 1) & mask
+                if seen[s] == -1:
+                    if n_touched >= MAX_SET_ITEMS:
+                        overflow = True
+                        break
+                    seen[s] = key2
+                    touched[n_touched] = s
+                    n_touched += 1
+                    stack[n_stack] = key2
+                    n_stack += 1
+    for j in range(n_touched):
+        seen[touched[j]] = -1
+    if overflow:
+        return TOO_AMBIGUOUS
+    # prediction set and expected terminals
+    pid2, created = _find_or_add_bits(pid_bits, pid_hash, pid_slots, counters, N_PID, ntbits)
+    if pid2 < 0:
+        return NEED_GROW
+    if created:  # terminals its predicted items expect, once per prediction set
+        for w in range(ntbits.shape[0]):
+            word = ntbits[w]
+            for bit in range(64):
+                if (word >> np.uint64(bit)) & np.uint64(1):
+                    a = w * 64 + bit
+                    for v in range(tbits.shape[0]):
+                        pid_terms[pid2, v] |= first_terms[a, v]
+    tbits[:] = pid_terms[pid2]
+    for j in range(n_k):
+        it = np.int32(kbuf[j] >> 32)
+        if item_kind[it] == KIND_T:
+            tt = item_arg[it]
+            tbits[tt >> 6] |= np.uint64(1) << np.uint64(tt & 63)
+    tid, _ = _find_or_add_bits(tset_bits, tset_hash, tset_slots, counters, N_TSET, tbits)
+    if tid < 0:
+        return NEED_GROW
+    # the context itself
+    ks = np.sort(kbuf[:n_k])
+    h = np.int64(14695981039346656037 - (1 << 64))
+    for j in range(n_k):
+        h = _mix(h, ks[j])
+    h = _mix(h, np.int64(pid2) * 2 + (1 if acc else 0))
+    cmask = ctx_slots.shape[0] - 1
+    s = _slot_of(h, cmask)
+    while True:
+        j = ctx_slots[s]
+        if j < 0:
+            break
+        if ctx_hash[j] == h and ctx_pid[j] == pid2 and ctx_acc[j] == acc and ctx_khi[j] - ctx_klo[j] == n_k:
+            same = True
+            base = ctx_klo[j]
+            for q in range(n_k):
+                if ((np.int64(k_item[base + q]) << 32) | np.int64(k_orig[base + q])) != ks[q]:
+                    same = False
+                    break
+            if same:
+                ctx_next[c, t] = j
+                return j
+        s = (s + 1) & cmask
+    nk_total = counters[N_K]
+    if nk_total + n_k > k_item.shape[0]:
+        return NEED_GROW
+    for q in range(n_k):
+        k_item[nk_total + q] = np.int32(ks[q] >> 32)
+        k_orig[nk_total + q] = np.int32(ks[q] & 0xFFFFFFFF)
+    new = n_ctx
+    ctx_klo[new] = nk_total
+    ctx_khi[new] = nk_total + n_k
+    ctx_pid[new] = pid2
+    ctx_acc[new] = acc
+    ctx_tset[new] = tid
+    ctx_hash[new] = h
+    ctx_slots[s] = new
+    ctx_start[new] = tset_start[tid]
+    row = ctx_next[new]
+    row[:] = NO_CONTEXT
+    for w in range(tbits.shape[0]):
+        word = tbits[w]
+        for bit in range(64):
+            if (word >> np.uint64(bit)) & np.uint64(1):
+                row[w * 64 + bit] = UNKNOWN
+    counters[N_K] = nk_total + n_k
+    counters[N_CTX] = n_ctx + 1
+    ctx_next[c, t] = new
+    return new
+
+
+def _bitset(ids, words: int) -> np.ndarray:
+    out = np.zeros(words, dtype=np.uint64)
+    for i in ids:
+        out[i >> 6] |= np.uint64(1) << np.uint64(i & 63)
+    return out
+
+
+def bits_to_ids(bits: np.ndarray) -> list[int]:
+    return [w * 64 + b for w, word in enumerate(bits.tolist()) for b in range(64) if (word >> b) & 1]
+
+
+class FastEarley:
+    """Static item tables of a CFG plus the growable context store; see the module docstring."""
+
+    def __init__(self, cfg: CFG) -> None:
+        cfg.validate()
+        self.cfg = cfg
+        rules = cfg.rules
+        n_nt = len(cfg.nonterminal_names)
+        n_t = max(len(cfg.terminals), 1)
+        self.n_terminals = len(cfg.terminals)
+        self.wn = (n_nt + 63) // 64 or 1
+        self.wt = (n_t + 63) // 64
+        nullable = cfg.nullable()
+        # dotted items
+        base = []
+        kinds, args, lhss = [], [], []
+        for lhs, rhs in rules:
+            base.append(len(kinds))
+            for sym in rhs:
+                kinds.append(KIND_NT if is_nt(sym) else KIND_T)
+                args.append(~sym if is_nt(sym) else sym)
+                lhss.append(lhs)
+            kinds.append(KIND_END)
+            args.append(lhs)
+            lhss.append(lhs)
+        # items reachable by prediction alone: dot behind a prefix of nullable nonterminals
+        pred_items: list[list[int]] = [[] for _ in range(n_nt)]
+        for r, (lhs, rhs) in enumerate(rules):
+            for d in range(len(rhs) + 1):
+                pred_items[lhs].append(base[r] + d)
+                if d == len(rhs) or not (is_nt(rhs[d]) and ~rhs[d] in nullable):
+                    break
+        direct: list[set[int]] = [set() for _ in range(n_nt)]
+        by_term: list[list[int]] = [[] for _ in range(n_t)]
+        waiters: list[list[int]] = [[] for _ in range(n_nt)]
+        first_terms = np.zeros((max(n_nt, 1), self.wt), dtype=np.uint64)
+        for a in range(n_nt):
+            for it in pred_items[a]:
+                k, arg = kinds[it], args[it]
+                if k == KIND_NT:
+                    direct[a].add(arg)
+                    waiters[arg].append(it)
+                elif k == KIND_T:
+                    by_term[arg].append(it)
+                    first_terms[a, arg >> 6] |= np.uint64(1) << np.uint64(arg & 63)
+        closure = [None] * n_nt
+        for a in range(n_nt):  # prediction closure per nonterminal
+            seen = {a}
+            stack = [a]
+            while stack:
+                for b in direct[stack.pop()]:
+                    if b not in seen:
+                        seen.add(b)
+                        stack.append(b)
+            closure[a] = seen
+        pred_closure = np.zeros((max(n_nt, 1), self.wn), dtype=np.uint64)
+        for a in range(n_nt):
+            pred_closure[a] = _bitset(closure[a], self.wn)
+        null_arr = np.zeros(max(n_nt, 1), dtype=np.bool_)
+        for a in nullable:
+            null_arr[a] = True
+
+        def flat(lists):
+            ptr = np.zeros(len(lists) + 1, dtype=np.int32)
+            ptr[1:] = np.cumsum([len(x) for x in lists]) if lists else []
+            items = np.asarray([x for xs in lists for x in xs], dtype=np.int32)
+            return ptr, items
+
+        bt_ptr, bt_items = flat(by_term)
+        w_ptr, w_items = flat(waiters)
+        self.G = (np.asarray(kinds, dtype=np.int8), np.asarray(args, dtype=np.int32),
+                  np.asarray(lhss, dtype=np.int32), null_arr, pred_closure, first_terms,
+                  bt_ptr, bt_items, w_ptr, w_items, np.array([cfg.start, 0], dtype=np.int32))
+        self._alloc(n_t)
+        # scratch, in the order ``advance`` unpacks it: (stack, seen, touched, kbuf, ntbits, tbits)
+        self.X = (np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.full(_SEEN_SIZE, -1, dtype=np.int64),
+                  np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.empty(MAX_SET_ITEMS + 1, dtype=np.int64),
+                  np.zeros(self.wn, dtype=np.uint64), np.zeros(self.wt, dtype=np.uint64))
+        self.root = self._make_root(cfg.start, nullable)
+        self._tset_cache: dict[int, frozenset[int]] = {}
+
+    # ------------------------------------------------------------------ storage
+    def _alloc(self, n_t: int, ctx_cap: int = 1024, k_cap: int = 1 << 16, small_cap: int = 256) -> None:
+        self.ctx_klo = np.zeros(ctx_cap, dtype=np.int64)
+        self.ctx_khi = np.zeros(ctx_cap, dtype=np.int64)
+        self.k_item = np.zeros(k_cap, dtype=np.int32)
+        self.k_orig = np.zeros(k_cap, dtype=np.int32)
+        self.ctx_pid = np.zeros(ctx_cap, dtype=np.int32)
+        self.ctx_acc = np.zeros(ctx_cap, dtype=np.bool_)
+        self.ctx_tset = np.zeros(ctx_cap, dtype=np.int32)
+        self.ctx_hash = np.zeros(ctx_cap, dtype=np.int64)
+        self.ctx_slots = np.full(4 * ctx_cap, -1, dtype=np.int32)
+        self.pid_bits = np.zeros((small_cap, self.wn), dtype=np.uint64)
+        self.pid_terms = np.zeros((small_cap, self.wt), dtype=np.uint64)  # terminals its predicted items expect
+        self.pid_hash = np.zeros(small_cap, dtype=np.int64)
+        self.pid_slots = np.full(4 * small_cap, -1, dtype=np.int32)
+        self.tset_bits = np.zeros((small_cap, self.wt), dtype=np.uint64)
+        self.tset_hash = np.zeros(small_cap, dtype=np.int64)
+        self.tset_slots = np.full(4 * small_cap, -1, dtype=np.int32)
+        self.tset_start = np.full(small_cap, -1, dtype=np.int32)
+        self.ctx_start = np.full(ctx_cap, -1, dtype=np.int32)
+        self.ctx_next = np.full((ctx_cap, n_t), NO_CONTEXT, dtype=np.int32)
+        self.counters = np.zeros(4, dtype=np.int64)
+        self._pack()
+
+    def _pack(self) -> None:
+        self.S = (self.ctx_klo, self.ctx_khi, self.k_item, self.k_orig, self.ctx_pid, self.ctx_acc, self.ctx_tset,
+                  self.ctx_hash, self.ctx_slots, self.pid_bits, self.pid_terms, self.pid_hash, self.pid_slots,
+                  self.tset_bits, self.tset_hash, self.tset_slots, self.tset_start, self.ctx_start, self.ctx_next,
+                  self.counters)
+
+    @staticmethod
+    def _grown(a: np.ndarray, fill) -> np.ndarray:
+        out = np.full((2 * a.shape[0],) + a.shape[1:], fill, dtype=a.dtype)
+        out[: a.shape[0]] = a
+        return out
+
+    def grow(self) -> None:
+        """Double whatever ``advance`` found full (called when it returns ``NEED_GROW``)."""
+        n_ctx, n_k, n_pid, n_tset = (int(x) for x in self.counters)
+        if n_ctx >= MAX_CONTEXTS:
+            raise GrammarError(f"the parser exceeded {MAX_CONTEXTS} states; the grammar is too ambiguous to track")
+        if n_ctx + 1 >= self.ctx_klo.shape[0] or 2 * (n_ctx + 2) > self.ctx_slots.shape[0]:
+            for name, fill in (("ctx_klo", 0), ("ctx_khi", 0), ("ctx_pid", 0), ("ctx_acc", False), ("ctx_tset", 0),
+                               ("ctx_hash", 0), ("ctx_start", -1), ("ctx_next", NO_CONTEXT)):
+                setattr(self, name, self._grown(getattr(self, name), fill))
+            self.ctx_slots = np.full(4 * self.ctx_klo.shape[0], -1, dtype=np.int32)
+            _rehash(self.ctx_hash, n_ctx, self.ctx_slots)
+        if n_k + MAX_SET_ITEMS > self.k_item.shape[0]:
+            cap = self.k_item.shape[0]
+            while n_k + MAX_SET_ITEMS > cap:
+                cap *= 2
+            for name in ("k_item", "k_orig"):
+                a = getattr(self, name)
+                b = np.zeros(cap, dtype=a.dtype)
+                b[: a.shape[0]] = a
+                setattr(self, name, b)
+        if n_pid + 1 >= self.pid_bits.shape[0]:
+            self.pid_bits = self._grown(self.pid_bits, 0)
+            self.pid_terms = self._grown(self.pid_terms, 0)
+            self.pid_hash = self._grown(self.pid_hash, 0)
+            self.pid_slots = np.full(4 * self.pid_bits.shape[0], -1, dtype=np.int32)
+            _rehash(self.pid_hash, n_pid, self.pid_slots)
+        if n_tset + 1 >= self.tset_bits.shape[0]:
+            self.tset_bits = self._grown(self.tset_bits, 0)
+            self.tset_hash = self._grown(self.tset_hash, 0)
+            self.tset_start = self._grown(self.tset_start, -1)
+            self.tset_slots = np.full(4 * self.tset_bits.shape[0], -1, dtype=np.int32)
+            _rehash(self.tset_hash, n_tset, self.tset_slots)
+        self._pack()
+
+    def _make_root(self, start: int, nullable: set[int]) -> int:
+        pred = self.G[4][start].copy()
+        pid, _ = _find_or_add_bits(self.pid_bits, self.pid_hash, self.pid_slots, self.counters, N_PID, pred)
+        tbits = np.zeros(self.wt, dtype=np.uint64)
+        for a in bits_to_ids(pred):
+            tbits |= self.G[5][a]
+        self.pid_terms[pid] = tbits
+        tid, _ = _find_or_add_bits(self.tset_bits, self.tset_hash, self.tset_slots, self.counters, N_TSET, tbits)
+        self.ctx_pid[0] = pid
+        self.ctx_acc[0] = start in nullable
+        self.ctx_tset[0] = tid
+        self.ctx_hash[0] = -1  # never found by hash: nothing else is the root
+        self.ctx_next[0, :] = NO_CONTEXT
+        for t in bits_to_ids(tbits):
+            self.ctx_next[0, t] = UNKNOWN
+        self.counters[N_CTX] = 1
+        return 0
+
+    # ------------------------------------------------------------------ Python-side queries
+    def advance(self, c: int, t: int) -> int:
+        """The context after terminal ``t`` (``NO_CONTEXT`` if ``c`` does not expect it)."""
+        nxt = int(self.ctx_next[c, t])
+        while nxt == UNKNOWN or nxt == NEED_GROW:
+            nxt = int(advance(np.int32(c), np.int32(t), self.G, self.S, self.X))
+            if nxt == NEED_GROW:
+                self.grow()
+        self.check(nxt)
+        return nxt
+
+    def check(self, status: int) -> None:
+        if status == TOO_AMBIGUOUS:
+            raise GrammarError(f"an Earley set holds more than {MAX_SET_ITEMS} items; the grammar is too ambiguous")
+
+    @property
+    def n_contexts(self) -> int:
+        return int(self.counters[N_CTX])
+
+    def accepts(self, c: int) -> bool:
+        return bool(self.ctx_acc[c])
+
+    def tset_terminals(self, tid: int) -> frozenset[int]:
+        hit = self._tset_cache.get(tid)
+        if hit is None:
+            hit = self._tset_cache[tid] = frozenset(bits_to_ids(self.tset_bits[tid]))
+        return hit
+
+    def terminals(self, c: int) -> frozenset[int]:
+        return self.tset_terminals(int(self.ctx_tset[c]))
