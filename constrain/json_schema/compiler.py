@@ -898,7 +898,8 @@ class _Builder:
                 and sub.get("additionalProperties", True) is True:
             # not(object with these property constraints) = non-object, or some constraint fails
             # (a failed schema evaluates nothing: "__no_eval" keeps unevaluated* from counting these)
-            options = [{"type": [t for t in TYPES if t != "object"]}]
+            # untyped, these keywords hold for every non-object; with type "object" non-objects fail it
+            options = [{"type": [t for t in TYPES if t != "object"]}] if sub.get("type") == "object" else []
             for name in sub.get("required", []):
                 options.append({"type": "object", "properties": {name: False}, "__no_eval": True})
             for name, psub in sub.get("properties", {}).items():
@@ -906,6 +907,8 @@ class _Builder:
                 if inner is False:
                     continue
                 options.append({"type": "object", "required": [name], "properties": {name: inner}, "__no_eval": True})
+            if not options:
+                return False
             return {"anyOf": options} if len(options) > 1 else options[0]
         if keys == {"anyOf"}:
             return siblings(*[self._negate(b, pointer + "/anyOf") for b in sub["anyOf"]])
