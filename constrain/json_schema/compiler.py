@@ -253,8 +253,13 @@ class _Builder:
             return self._memo[key]
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
-        piece = self.value(merged, at)
+        try:
+            piece = self.value(merged, at)
+        except EmptySchemaError:
+            del self._memo[key]  # the next use must not get the rule-less nonterminal
+            raise
         if piece is None:
+            self._memo[key] = None  # empty: the next use must not get the rule-less nonterminal
             return None
         self.rules.append((~sym, self.seq([piece])))
         return sym
