@@ -30,6 +30,8 @@ from constrain.regex import boolean
 from constrain.regex.parse import parse_regex
 
 MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
+MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
+MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -44,6 +46,9 @@ ARRAY_KEYS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems",
               "maxContains", "uniqueItems", "unevaluatedItems"}
 STRING_KEYS = {"minLength", "maxLength", "pattern", "format"}
 NUMBER_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+VALIDATION_KEYS = OBJECT_KEYS | ARRAY_KEYS | STRING_KEYS | NUMBER_KEYS | {
+    "type", "enum", "const", "not", "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref", "$dynamicRef",
+    "$recursiveRef"}
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class _Builder:
         self._memo: dict[str, int] = {}
         self._merging: set[str] = set()
         self._any: int | None = None
+        self._negating = 0  # depth of _negate_in through $ref/allOf (recursive schemas)
+        self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
 
@@ -144,7 +151,7 @@ class _Builder:
         return self.ws if self.ws is not None else num.EMPTY
 
     def refuse(self, keyword: str, pointer: str, why: str = "") -> None:
-        if self.opt.unsupported == "error":
+        if self.opt.unsupported == "error" or self._must_refuse:
             raise UnsupportedSchemaError(keyword, pointer, why)
 
     # ------------------------------------------------------------------ values
@@ -246,8 +253,13 @@ class _Builder:
             return self._memo[key]
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
-        piece = self.value(merged, at)
+        try:
+            piece = self.value(merged, at)
+        except EmptySchemaError:
+            del self._memo[key]  # the next use must not get the rule-less nonterminal
+            raise
         if piece is None:
+            self._memo[key] = None  # empty: the next use must not get the rule-less nonterminal
             return None
         self.rules.append((~sym, self.seq([piece])))
         return sym
@@ -259,11 +271,11 @@ class _Builder:
                 if not isinstance(branches, list) or not branches:
                     raise SchemaError(f"{key} must be a non-empty array", f"{pointer}/{key}")
                 rest = {k: v for k, v in schema.items() if k != key}
+                numbered = list(enumerate(branches))
                 if key == "oneOf" and not self._disjoint(branches, pointer):
-                    self.refuse("oneOf", f"{pointer}/oneOf",
-                                "branches may overlap, and 'exactly one' cannot be enforced by a grammar")
+                    numbered = self._exclusive_branches(branches, rest, pointer)
                 pieces = []
-                for i, b in enumerate(branches):
+                for i, b in numbered:
                     at = f"{pointer}/{key}/{i}"
                     try:  # through value()/_merged_value(), so recursive $ref branches are memoised
                         pieces.append(self._merged_value([b, rest], pointer, at) if rest else self.value(b, at))
@@ -863,6 +875,200 @@ class _Builder:
 
         return branches_disjoint([self.refs.deref(b, pointer) for b in branches])
 
+    def _exclusive_branches(self, branches: list, rest: dict, pointer: str) -> list:
+        """Overlapping oneOf as (branch index, alternative) pairs of an equivalent anyOf.
+
+        oneOf(B1..Bn) = OR_i (Bi AND NOT Bj for every j != i). NOT Bj is written with ``_negate``
+        as a union of options (e.g. NOT required [a, b] = "a absent" or "b absent"); the
+        alternatives are Bi with one option of each NOT Bj (a cross product). Pairs already
+        provably disjoint need no negation, and options that contradict Bi or the parent schema are
+        dropped. Exact or refused: a branch that cannot be negated exactly, more than
+        MAX_ONE_OF_BRANCHES branches or more than MAX_ONE_OF_TERMS alternatives refuse ``oneOf``
+        (under unsupported="ignore" the oneOf is then compiled as anyOf, a documented loosening)."""
+        import itertools
+
+        from constrain.json_schema.merge import _disjoint_pair
+
+        at = f"{pointer}/oneOf"
+        if len(branches) > MAX_ONE_OF_BRANCHES:
+            self.refuse("oneOf", at, f"branches may overlap, and {len(branches)} branches are more than the "
+                                     f"{MAX_ONE_OF_BRANCHES} rewritten exactly")
+            return list(enumerate(branches))
+        bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
+        out: list = []
+        refused = None
+        self._must_refuse += 1
+        try:
+            for i, bi in enumerate(bs):
+                if bi is False:
+                    continue
+                context = [c for c in (bi, rest) if isinstance(c, dict)]
+                factors = []
+                for j, bj in enumerate(bs):
+                    if j == i or bj is False or _disjoint_pair(bi, bj) or (rest and _disjoint_pair(bj, rest)):
+                        continue  # Bi (or the parent) already excludes Bj
+                    options = self._negation_options(bj, context, f"{at}/{j}")
+                    if options is None:  # NOT Bj holds wherever Bi and the parent do
+                        continue
+                    factors.append(options)
+                    if not options:
+                        break
+                if any(not f for f in factors):
+                    continue  # Bi implies some Bj: this branch can never be the only one
+                count = 1
+                for f in factors:
+                    count *= len(f)
+                if len(out) + count > MAX_ONE_OF_TERMS:
+                    refused = f"branches may overlap, and 'exactly one' would need more than {MAX_ONE_OF_TERMS} " \
+                              "alternatives"
+                    break
+                # property_order="schema": the parent's order, then the branch's (the negations come later)
+                names = [n for c in (rest, bi) if isinstance(c, dict) and isinstance(c.get("properties"), dict)
+                         for n in c["properties"]]
+                order = [{"properties": {n: True for n in dict.fromkeys(names)}}] if names else []
+                for combo in itertools.product(*factors):
+                    out.append((i, siblings(*order, branches[i], *combo) if combo else branches[i]))
+        except UnsupportedSchemaError as e:
+            why = str(e).split(": ", 1)[-1].split(". Pass unsupported=")[0]
+            refused = f"branches may overlap, and a branch cannot be negated exactly ({e.keyword} at {e.pointer}: {why})"
+        finally:
+            self._must_refuse -= 1
+        if refused is not None:
+            self.refuse("oneOf", at, refused)
+            return list(enumerate(branches))
+        return out
+
+    def _negation_options(self, sub, context: list, pointer: str):
+        """NOT ``sub`` as a list of schemas (their union), assuming every schema of ``context`` holds.
+
+        None: the context already implies NOT sub; []: NOT sub is impossible there. Options that
+        contradict the context are dropped."""
+        from constrain.json_schema.merge import _disjoint_pair
+
+        negated = self._negate_in(sub, context, pointer)
+        if negated is True:
+            return None
+        if negated is False:
+            return []
+        options = negated["anyOf"] if isinstance(negated, dict) and set(negated) == {"anyOf"} else [negated]
+        kept = []
+        for o in options:
+            if o is True or o == {}:
+                return None
+            if o is False or any(_disjoint_pair(o, c) or _excluded_names(o, c) for c in context):
+                continue
+            if not any(_same_schema(o, k) for k in kept):
+                kept.append(o)
+        return kept
+
+    def _negate_in(self, sub, context: list, pointer: str):
+        if self._negating > 16:  # a $ref cycle
+            self.refuse("not", pointer, "a negation through recursive references")
+            return True
+        self._negating += 1
+        try:
+            return self._negate_in_body(sub, context, pointer)
+        finally:
+            self._negating -= 1
+
+    def _negate_in_body(self, sub, context: list, pointer: str):
+        """A schema for exactly the instances that fail ``sub`` among those satisfying every schema
+        of ``context`` (refused where it cannot be written). Beyond ``_negate``: a schema is the
+        conjunction of its keywords, so NOT sub is the union of the negated parts (allOf members,
+        $ref, not, anyOf, a disjoint oneOf, keyword groups); a property whose schema is the same in
+        the context cannot fail; ``additionalProperties: false`` fails by a name the context allows
+        and ``sub`` does not declare; unknown keywords are annotations."""
+        sub = self.refs.deref(sub, pointer)
+        if not isinstance(sub, dict):
+            return self._negate(sub, pointer)
+        sub = {k: v for k, v in sub.items() if k not in ANNOTATIONS and (k in VALIDATION_KEYS or k.startswith("__"))}
+        if self.opt.formats == "annotation":
+            sub.pop("format", None)
+        if "if" not in sub:
+            sub.pop("then", None)
+            sub.pop("else", None)
+        if not sub:
+            return False
+        if set(sub) == {"not"}:
+            return self.refs.deref(sub["not"], pointer + "/not")  # NOT NOT X = X
+        if set(sub) == {"anyOf"}:
+            return siblings(*[self._negate_in(b, context, f"{pointer}/anyOf/{i}") for i, b in enumerate(sub["anyOf"])])
+        conjuncts = []
+        if "$ref" in sub:
+            target = self.refs.resolve(sub.pop("$ref"), pointer)[1]
+            if self.legacy_ref:  # draft 7 and older: $ref overrides its siblings
+                sub = {}
+            conjuncts.append((target, pointer + "/$ref"))
+        for i, part in enumerate(sub.pop("allOf", [])):
+            conjuncts.append((part, f"{pointer}/allOf/{i}"))
+        for key in ("not", "anyOf"):
+            if key in sub:
+                conjuncts.append(({key: sub.pop(key)}, pointer))
+        if "oneOf" in sub:
+            if not self._disjoint(sub["oneOf"], pointer + "/oneOf"):
+                self.refuse("oneOf", pointer + "/oneOf", "NOT of a oneOf whose branches may overlap")
+            conjuncts.append(({"anyOf": sub.pop("oneOf")}, pointer + "/oneOf"))
+        if conjuncts:
+            if sub:
+                conjuncts.append((sub, pointer))
+            return _union_of([self._negate_in(c, context, at) for c, at in conjuncts])
+        object_keys = {"properties", "required", "additionalProperties"}
+        if set(sub) & object_keys and set(sub) <= object_keys | {"type"}:
+            return self._negate_object(sub, context, pointer)
+        try:
+            return self._negate(sub, pointer)
+        except UnsupportedSchemaError:
+            if len(sub) == 1:
+                raise
+            # NOT (A and B) = NOT A or NOT B, keyword by keyword (enum with const, numbers with their type)
+            groups, rest = [], dict(sub)
+            if "enum" in rest or "const" in rest:
+                groups.append({k: rest.pop(k) for k in ("enum", "const") if k in rest})
+            groups += [{k: v} for k, v in rest.items()]
+            return _union_of([self._negate_in(g, context, pointer) for g in groups])
+
+    def _negate_object(self, sub: dict, context: list, pointer: str):
+        """NOT of type/properties/required/additionalProperties (see ``_negate_in``)."""
+        types = sub.get("type")
+        options = []
+        if types is not None:
+            options.append(self._negate({"type": types}, pointer))
+            if "object" not in (types if isinstance(types, list) else [types]):
+                return _union_of(options)  # the object keywords say nothing about the allowed types
+        props = sub.get("properties", {})
+        required = sub.get("required", [])
+        if not isinstance(props, dict) or not isinstance(required, list):
+            raise SchemaError("properties must be an object and required an array", pointer)
+        for name in required:
+            options.append({"type": "object", "properties": {name: False}, "__no_eval": True})
+        for name, psub in props.items():
+            around = [self.refs.deref(c["properties"][name], pointer) for c in context
+                      if isinstance(c.get("properties"), dict) and name in c["properties"]]
+            at = f"{pointer}/properties/{_esc(name)}"
+            psub = self.refs.deref(psub, at)
+            if any(_same_schema(a, psub) for a in around):
+                continue  # the context holds this property to the same schema: it cannot fail here
+            inner = self._negate_in(psub, [a for a in around if isinstance(a, dict)], at)
+            if inner is not False:
+                options.append({"type": "object", "required": [name], "properties": {name: inner}, "__no_eval": True})
+        extra = sub.get("additionalProperties", True)
+        if extra is False:
+            allowed = None
+            for c in context:
+                if c.get("additionalProperties") is False and not c.get("patternProperties") and \
+                        isinstance(c.get("properties", {}), dict):
+                    names = {n for n, v in c.get("properties", {}).items() if v is not False}
+                    allowed = names if allowed is None else allowed & names
+            if allowed is None:
+                self.refuse("not", pointer + "/additionalProperties",
+                            "additionalProperties: false under a negation, without a closed set of names around it")
+                return True
+            options += [{"type": "object", "required": [n]} for n in sorted(allowed - set(props))]
+        elif extra is not True and extra != {}:
+            self.refuse("not", pointer + "/additionalProperties", "a negated additionalProperties schema")
+            return True
+        return _union_of(options)
+
     def _not(self, schema: dict, pointer: str):
         rest = {k: v for k, v in schema.items() if k != "not"}
         negated = self._negate(schema["not"], pointer + "/not")
@@ -898,7 +1104,8 @@ class _Builder:
                 and sub.get("additionalProperties", True) is True:
             # not(object with these property constraints) = non-object, or some constraint fails
             # (a failed schema evaluates nothing: "__no_eval" keeps unevaluated* from counting these)
-            options = [{"type": [t for t in TYPES if t != "object"]}]
+            # untyped, these keywords hold for every non-object; with type "object" non-objects fail it
+            options = [{"type": [t for t in TYPES if t != "object"]}] if sub.get("type") == "object" else []
             for name in sub.get("required", []):
                 options.append({"type": "object", "properties": {name: False}, "__no_eval": True})
             for name, psub in sub.get("properties", {}).items():
@@ -906,6 +1113,8 @@ class _Builder:
                 if inner is False:
                     continue
                 options.append({"type": "object", "required": [name], "properties": {name: inner}, "__no_eval": True})
+            if not options:
+                return False
             return {"anyOf": options} if len(options) > 1 else options[0]
         if keys == {"anyOf"}:
             return siblings(*[self._negate(b, pointer + "/anyOf") for b in sub["anyOf"]])
@@ -1101,6 +1310,34 @@ def _has_dfa(ast) -> bool:
         return any(_has_dfa(c) for c in ast[1])
     if ast[0] == "rep":
         return _has_dfa(ast[1])
+    return False
+
+
+def _union_of(negations: list):
+    """anyOf of schemas, with True/False folded."""
+    if any(n is True or n == {} for n in negations):
+        return True
+    kept = [n for n in negations if n is not False]
+    if not kept:
+        return False
+    return kept[0] if len(kept) == 1 else {"anyOf": kept}
+
+
+def _same_schema(a, b) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _excluded_names(a, b) -> bool:
+    """Whether two object schemas contradict: one requires a property the other forbids (schema false)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    if not any(s.get("type") in ("object", ["object"]) for s in (a, b)):
+        return False  # required/properties say nothing about non-objects
+    for x, y in ((a, b), (b, a)):
+        props = y.get("properties")
+        if isinstance(props, dict) and isinstance(x.get("required"), list) and \
+                any(props.get(n, True) is False for n in x["required"] if isinstance(n, str)):
+            return True
     return False
 
 
