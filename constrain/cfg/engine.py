@@ -34,6 +34,7 @@ from tokenizer_index.trie import trie_nodes
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
+MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 
 
@@ -158,69 +159,54 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, max_depth, out_
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, G, S, X, c, ev_node, ev_state,
-                     byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover
-    """The context-dependent part of a mask: below every event node, walk the subtree from the
-    configurations that start the next terminal in context ``c``. Resumable like ``_walk_cfg``:
-    ``pos`` = [event index, node index or -1 before the event's start]. (Written out in one body:
-    numba optimises it far better than the same logic split into helper functions.)"""
+def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip, out):  # pragma: no cover
+    """Children of the event nodes where terminal ``t`` may end whose byte may start what follows
+    (``first[b]``): the only places a token can cross that boundary. Returns their count."""
+    n = 0
+    for e in range(ev_node.shape[0]):
+        g = ev_state[e]
+        ok = False
+        for a in range(acc_ptr[g], acc_ptr[g + 1]):
+            if acc_terms[a] == t:
+                ok = True
+                break
+        if not ok:
+            continue
+        node = ev_node[e]
+        j = node + 1
+        end = skip[node]
+        while j < end:
+            if first[byte[j]]:
+                out[n] = j
+                n += 1
+            j = skip[j]
+    return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, roots, root_c, root_g,
+                   byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover
+    """The context-dependent part of a mask: walk the subtree of every root node from the one
+    configuration ``(root_c, root_g)`` that reads the root's byte (a terminal just ended above it).
+    Resumable like ``_walk_cfg``: ``pos`` = [root index, node index or -1 before the root's start].
+    (The loop body repeats ``_walk_cfg``'s on purpose: numba optimises one body far better than
+    the same logic split into helper functions.)"""
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
     ctx_next = S[18]
     cap = cfg_c.shape[1]
-    e = pos[0]
+    r = pos[0]
     i = pos[1]
-    while e < ev_node.shape[0]:
-        node = ev_node[e]
-        d0 = depth[node] + 1
+    while r < roots.shape[0]:
+        root = roots[r]
         if i < 0:
-            g2 = ev_state[e]
-            m = 0
-            for a in range(acc_ptr[g2], acc_ptr[g2 + 1]):
-                t = acc_terms[a]
-                for pass_ in range(2):
-                    if pass_ == 0:
-                        if not is_ignore[t]:
-                            continue
-                        c2 = c
-                    else:
-                        c2 = ctx_next[c, t]
-                        if c2 == UNKNOWN:
-                            c2 = advance(c, t, G, S, X)
-                        if c2 >= 0 and ctx_start[c2] < 0:
-                            if tset_start[ctx_tset[c2]] >= 0:
-                                ctx_start[c2] = tset_start[ctx_tset[c2]]
-                            else:
-                                need[0] = NEED_LEXER
-                                need[1] = c2
-                                c2 = NEED_LEXER
-                        if c2 < NO_CONTEXT:
-                            if c2 != NEED_LEXER:
-                                need[0] = c2
-                            pos[0] = e
-                            pos[1] = -1
-                            return 1
-                        if c2 < 0:
-                            continue
-                    s2 = ctx_start[c2]
-                    dup = False
-                    for j in range(m):
-                        if cfg_c[d0, j] == c2 and cfg_g[d0, j] == s2:
-                            dup = True
-                            break
-                    if not dup:
-                        if m == cap:
-                            return 2
-                        cfg_c[d0, m] = c2
-                        cfg_g[d0, m] = s2
-                        m += 1
-            if m == 0:
-                e += 1
-                continue
-            cnt[d0] = m
-            i = node + 1
-        end = skip[node]
+            d0 = depth[root]
+            cfg_c[d0, 0] = root_c[r]
+            cfg_g[d0, 0] = root_g[r]
+            cnt[d0] = 1
+            i = root
+        end = skip[root]
         while i < end:
             d = depth[i]
             b = byte[i]
@@ -262,7 +248,7 @@ def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, G, S, X, c, ev_node, 
                             if c2 < NO_CONTEXT:
                                 if c2 != NEED_LEXER:
                                     need[0] = c2
-                                pos[0] = e
+                                pos[0] = r
                                 pos[1] = i
                                 return 1
                             if c2 < 0:
@@ -287,7 +273,7 @@ def _walk_boundaries(trans, acc_ptr, acc_terms, is_ignore, G, S, X, c, ev_node, 
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i += 1
-        e += 1
+        r += 1
         i = -1
     return 0
 
@@ -311,7 +297,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._masks: dict[int, MaskEntry] = {}
         self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
         self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
-        self._boundary_parts: dict[tuple[int, int], np.ndarray | None] = {}  # (context, class) -> bits
+        self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
+        self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
+        self._first_ids: dict[bytes, int] = {}
+        self._candidate_cache: dict[tuple[int, int, int], np.ndarray] = {}  # (class, terminal, first id) -> roots
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         root = self.parser.root
@@ -446,7 +435,9 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _walk(self, config_id: int):
         """Mask bits of a configuration set: per configuration, the context-independent tokens of its
         lexer state (cached per state class, shared by every context) plus the tokens that cross a
-        terminal boundary (walked only below the nodes where a terminal may end)."""
+        terminal boundary: walked only from the children of event nodes (where a terminal may end)
+        whose byte may start what follows. Configurations whose boundaries are everywhere (an
+        identifier that may be followed by another identifier) go into one combined walk instead."""
         configs = sorted(self._configs[config_id])
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
@@ -454,21 +445,22 @@ class CFGCompiledGrammar(CompiledGrammar):
         nodes = trie_nodes(trie)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         classes = self.lexers.mask_class
-        dense = []  # configurations whose terminals may end almost anywhere: one combined walk is cheaper
-        sparse_limit = max(64, len(nodes.byte) // 32)
+        dense = []
         for c, g in configs:
-            inside, events_node, events_state = self._lexer_part(g)
-            if len(events_node) > sparse_limit:
-                dense.append((c, g))
-                continue
+            inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
             words |= inside
+            if len(ev_node) == 0:
+                continue
             key = (c, classes[g])
             part = self._boundary_parts.get(key)
             if part is None:
-                part = self._boundary_part(c, events_node, events_state, nodes, trie)
+                plan = self._boundary_roots(c, classes[g], ev_node, ev_state, ev_terms, nodes)
+                if plan is None:
+                    dense.append((c, g))
+                    continue
+                part = self._walk_roots(*plan, nodes, trie)
                 self._boundary_parts[key] = part
-            if part is not None:
-                words |= part
+            words |= part
         if dense:
             words |= self._combined_walk(dense, nodes, trie)
         for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
@@ -479,6 +471,71 @@ class CFGCompiledGrammar(CompiledGrammar):
         if count == 1:
             last = int(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0])
         return words, count, last
+
+    def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
+        """(roots, their contexts, their lexer states) where tokens cross a boundary of config
+        ``(c, state of class cls)``, or None when there are too many (use the combined walk)."""
+        targets = []
+        terminals = self.parser.terminals(c)
+        for t in ev_terms:
+            if self._is_ignore[t]:
+                targets.append((t, c))
+            if t in terminals:
+                c2 = self._child(c, t)
+                if c2 >= 0:
+                    targets.append((t, c2))
+        roots, root_c, root_g = [], [], []
+        total = 0
+        limit = max(MAX_BOUNDARY_ROOTS, len(ev_node) // 8)
+        for t, c2 in targets:
+            s2 = self._start(c2)
+            cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes)
+            total += len(cand)
+            if total > limit:
+                return None
+            roots.append(cand)
+            root_c.append(np.full(len(cand), c2, dtype=np.int32))
+            root_g.append(np.full(len(cand), s2, dtype=np.int32))
+        if not roots:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
+        return np.concatenate(roots), np.concatenate(root_c), np.concatenate(root_g)
+
+    def _candidates(self, cls: int, t: int, s2: int, ev_node, ev_state, nodes) -> np.ndarray:
+        """Event children for (state class, terminal, first bytes after it); context-independent."""
+        first = self._first_bytes.get(s2)
+        if first is None:
+            row = self.lexers.trans[s2] >= 0
+            fid = self._first_ids.setdefault(row.tobytes(), len(self._first_ids))
+            first = self._first_bytes[s2] = (fid, row)
+        key = (cls, t, first[0])
+        hit = self._candidate_cache.get(key)
+        if hit is None:
+            _, acc_ptr, acc_terms = self.lexers.arrays()
+            out = np.empty(len(nodes.byte), dtype=np.int32)
+            n = _event_children(ev_node, ev_state, acc_ptr, acc_terms, np.int32(t), first[1], nodes.byte, nodes.skip, out)
+            hit = self._candidate_cache[key] = out[:n].copy()
+        return hit
+
+    def _walk_roots(self, roots, root_c, root_g, nodes, trie) -> np.ndarray:
+        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        if len(roots) == 0:
+            return words
+        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
+        cfg_g = np.empty_like(cfg_c)
+        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
+        pos = np.array([0, -1], dtype=np.int64)
+        need = np.zeros(2, dtype=np.int32)
+        while True:
+            trans, acc_ptr, acc_terms = self.lexers.arrays()
+            p = self.parser
+            status = _walk_subtrees(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, roots, root_c, root_g,
+                                    nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
+            if status == 0:
+                return words
+            if status == 2:
+                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
+                                   "the grammar is too ambiguous")
+            self._serve(need)
 
     def _combined_walk(self, configs, nodes, trie) -> np.ndarray:
         """One walk of the whole trie carrying the configuration set (``_walk_cfg``)."""
@@ -504,7 +561,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._serve(need)
 
     def _lexer_part(self, g: int):
-        """(tokens staying inside the lexer from ``g``, event nodes, event states), per state class."""
+        """(tokens staying inside the lexer from ``g``, event nodes, event states, terminals ending at
+        some event), per state class."""
         cls = self.lexers.mask_class[g]
         hit = self._lexer_parts.get(cls)
         if hit is not None:
@@ -517,31 +575,13 @@ class CFGCompiledGrammar(CompiledGrammar):
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
         n_ev = _walk_lexer(trans, acc_ptr, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
                            trie.max_len, inside, ev_node, ev_state)
-        hit = (inside, ev_node[:n_ev].copy(), ev_state[:n_ev].copy())
+        ev_state = ev_state[:n_ev].copy()
+        _, acc_ptr, acc_terms = self.lexers.arrays()
+        states = np.unique(ev_state)
+        ev_terms = sorted({int(x) for g2 in states.tolist() for x in acc_terms[acc_ptr[g2]:acc_ptr[g2 + 1]].tolist()})
+        hit = (inside, ev_node[:n_ev].copy(), ev_state, ev_terms)
         self._lexer_parts[cls] = hit
         return hit
-
-    def _boundary_part(self, c: int, ev_node, ev_state, nodes, trie):
-        if len(ev_node) == 0:
-            return None
-        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
-        cfg_g = np.empty_like(cfg_c)
-        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
-        pos = np.array([0, -1], dtype=np.int64)
-        need = np.zeros(2, dtype=np.int32)
-        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
-        while True:
-            trans, acc_ptr, acc_terms = self.lexers.arrays()
-            p = self.parser
-            status = _walk_boundaries(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, np.int32(c),
-                                      ev_node, ev_state, nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                                      cfg_c, cfg_g, cnt, pos, words, need)
-            if status == 0:
-                return words
-            if status == 2:
-                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
-                                   "the grammar is too ambiguous")
-            self._serve(need)
 
     def _finished_mask(self) -> MaskEntry:
         if self._finished_entry is None:
