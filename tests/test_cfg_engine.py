@@ -374,3 +374,36 @@ def test_empty_allowed_set_error_surfaces():
     assert not m.is_accepting() and not m.is_finished()
     with pytest.raises(TokenNotAllowedError):
         m.advance(1)
+
+
+# ---------------------------------------------------------------------------- numba Earley vs reference
+@pytest.mark.parametrize("key", KEYS)
+def test_fast_earley_matches_the_reference_parser(key, monkeypatch):
+    """``fast_earley.FastEarley`` (numba, kernel + prediction bitsets) against ``earley.EarleyParser``
+    (plain Python): along random terminal walks the two agree on the expected terminals, on
+    acceptance, and on which steps reach a context they have seen before (same hash-consing)."""
+    from constrain.cfg.earley import NO_CONTEXT, EarleyParser
+    from constrain.cfg.fast_earley import FastEarley
+
+    monkeypatch.setattr(FastEarley, "initial_contexts", 2)  # exercise every growth path
+    monkeypatch.setattr(FastEarley, "initial_sets", 2)
+    cfg = _source(key)[1]
+    ref, fast = EarleyParser(cfg), FastEarley(cfg)
+    rng = random.Random(_seed(key))
+    pairs: dict[int, int] = {ref.root: fast.root}
+    for _ in range(60):
+        a, b = ref.root, fast.root
+        for _ in range(40):
+            ctx = ref.contexts[a]
+            assert ctx.terminals == fast.terminals(b)
+            assert ctx.accepts == fast.accepts(b)
+            assert pairs.setdefault(a, b) == b  # one fast context per reference context
+            if not ctx.terminals:
+                break
+            t = rng.choice(sorted(ctx.terminals))
+            a, b = ref.advance(a, t), fast.advance(b, t)
+            assert a != NO_CONTEXT and b >= 0
+        not_expected = [t for t in range(len(cfg.terminals)) if t not in ref.contexts[a].terminals]
+        for t in not_expected[:5]:
+            assert fast.advance(b, t) == NO_CONTEXT
+    assert len(ref.contexts) == fast.n_contexts

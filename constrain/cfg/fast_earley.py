@@ -312,6 +312,9 @@ def bits_to_ids(bits: np.ndarray) -> list[int]:
 class FastEarley:
     """Static item tables of a CFG plus the growable context store; see the module docstring."""
 
+    initial_contexts = 1024  # store capacities; everything doubles on demand
+    initial_sets = 256  # prediction sets and terminal sets
+
     def __init__(self, cfg: CFG) -> None:
         cfg.validate()
         self.cfg = cfg
@@ -391,7 +394,8 @@ class FastEarley:
         self._tset_cache: dict[int, frozenset[int]] = {}
 
     # ------------------------------------------------------------------ storage
-    def _alloc(self, n_t: int, ctx_cap: int = 1024, k_cap: int = 1 << 16, small_cap: int = 256) -> None:
+    def _alloc(self, n_t: int) -> None:
+        ctx_cap, k_cap, small_cap = self.initial_contexts, MAX_SET_ITEMS, self.initial_sets
         self.ctx_klo = np.zeros(ctx_cap, dtype=np.int64)
         self.ctx_khi = np.zeros(ctx_cap, dtype=np.int64)
         self.k_item = np.zeros(k_cap, dtype=np.int32)
