@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numba
 import numpy as np
 
 from constrain.errors import RegexError
@@ -216,12 +217,229 @@ def _coreachable(nfa: _NFA, final: int) -> list[bool]:
     return seen
 
 
+@numba.njit(cache=True)
+def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start, final, n_classes,
+                         max_states):  # pragma: no cover - numba
+    """Subset construction over byte classes. NFA states are pre-filtered (only co-reachable
+    targets; ``keep`` marks states worth holding in a subset). Returns (src, class, dst) of the
+    live transitions, the accepting flags and the state count, or ``n = -1`` past ``max_states``."""
+    n_nfa = keep.shape[0]
+    # memoised epsilon closures (kept states only, sorted)
+    clo_start = np.full(n_nfa, -1, dtype=np.int64)
+    clo_len = np.zeros(n_nfa, dtype=np.int64)
+    clo = np.empty(max(16, 4 * n_nfa), dtype=np.int32)
+    n_clo = 0
+    stamp = np.zeros(n_nfa, dtype=np.int64)  # closure search marks
+    cur_stamp = 0
+    ustamp = np.zeros(n_nfa, dtype=np.int64)  # marks of the subset being built
+    cur_ustamp = 0
+    stack = np.empty(n_nfa + 1, dtype=np.int32)
+    ubuf = np.empty(n_nfa + 1, dtype=np.int32)
+    buf = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int32)
+    prev_edges = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)  # edges active for the previous class
+    n_prev = -1
+    prev_found = -1
+    is_cut = np.zeros(n_classes + 1, dtype=np.bool_)
+    # DFA state sets
+    cap = 64
+    set_ptr = np.zeros(cap + 1, dtype=np.int64)
+    sets = np.empty(256, dtype=np.int32)
+    hashes = np.zeros(cap, dtype=np.int64)
+    slots = np.full(4 * cap, -1, dtype=np.int64)
+    acc = np.zeros(cap, dtype=np.bool_)
+    t_src = np.empty(256, dtype=np.int32)
+    t_cls = np.empty(256, dtype=np.int32)
+    t_dst = np.empty(256, dtype=np.int32)
+    n_t = 0
+    n = 0
+    q = 0
+    # seed: the start state's closure is state 0
+    seeds = np.empty(1, dtype=np.int32)
+    seeds[0] = start
+    first = True
+    while first or q < n:
+        if first:
+            members_lo = 0
+            members_hi = 0
+        else:
+            members_lo = set_ptr[q]
+            members_hi = set_ptr[q + 1]
+        if not first:  # classes where the set of active member edges changes
+            for j in range(members_lo, members_hi):
+                x = sets[j]
+                for k in range(e_ptr[x], e_ptr[x + 1]):
+                    is_cut[e_lo[k]] = True
+                    is_cut[e_hi[k]] = True
+        for c in range(1 if first else n_classes):
+            if not first and c > 0 and not is_cut[c]:  # same edges as class c - 1: same target
+                if prev_found >= 0:
+                    if n_t == t_src.shape[0]:
+                        t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
+                        t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
+                        t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                    t_src[n_t] = q
+                    t_cls[n_t] = c
+                    t_dst[n_t] = prev_found
+                    n_t += 1
+                continue
+            cur_ustamp += 1
+            m = 0
+            if first:
+                targets_src = seeds
+                n_src = 1
+            else:
+                n_src = 0
+                same_as_prev = c > 0
+                for j in range(members_lo, members_hi):
+                    x = sets[j]
+                    for k in range(e_ptr[x], e_ptr[x + 1]):
+                        if e_lo[k] <= c < e_hi[k]:
+                            if same_as_prev and (n_src >= n_prev or prev_edges[n_src] != k):
+                                same_as_prev = False
+                            prev_edges[n_src] = k
+                            buf[n_src] = e_dst[k]
+                            n_src += 1
+                if same_as_prev and n_src == n_prev:  # the same edges as the previous class
+                    if prev_found >= 0:
+                        if n_t == t_src.shape[0]:
+                            t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
+                            t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
+                            t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                        t_src[n_t] = q
+                        t_cls[n_t] = c
+                        t_dst[n_t] = prev_found
+                        n_t += 1
+                    continue
+                n_prev = n_src
+                prev_found = -1
+                targets_src = buf
+            for a in range(n_src):
+                y = targets_src[a]
+                if clo_start[y] < 0:  # compute the closure of y
+                    cur_stamp += 1
+                    top = 0
+                    stack[top] = y
+                    top += 1
+                    stamp[y] = cur_stamp
+                    got = 0
+                    lo = n_clo
+                    while top > 0:
+                        top -= 1
+                        z = stack[top]
+                        if keep[z]:
+                            if n_clo + got >= clo.shape[0]:
+                                c2 = np.empty(2 * clo.shape[0], dtype=np.int32)
+                                c2[: n_clo + got] = clo[: n_clo + got]
+                                clo = c2
+                            clo[lo + got] = z
+                            got += 1
+                        for k in range(eps_ptr[z], eps_ptr[z + 1]):
+                            w = eps_dst[k]
+                            if stamp[w] != cur_stamp:
+                                stamp[w] = cur_stamp
+                                stack[top] = w
+                                top += 1
+                    clo[lo: lo + got] = np.sort(clo[lo: lo + got])
+                    clo_start[y] = lo
+                    clo_len[y] = got
+                    n_clo += got
+                for k in range(clo_start[y], clo_start[y] + clo_len[y]):  # union into the subset
+                    z = clo[k]
+                    if ustamp[z] != cur_ustamp:
+                        ustamp[z] = cur_ustamp
+                        ubuf[m] = z
+                        m += 1
+            if m == 0:
+                continue
+            subset = np.sort(ubuf[:m])
+            h = np.int64(-3750763034362895579)
+            for k in range(m):
+                h = (h ^ subset[k]) * 1099511628211
+            mask = slots.shape[0] - 1
+            sl = ((h >> 17) ^ h) & mask
+            found = -1
+            while slots[sl] >= 0:
+                j2 = slots[sl]
+                if hashes[j2] == h and set_ptr[j2 + 1] - set_ptr[j2] == m:
+                    same = True
+                    base = set_ptr[j2]
+                    for k in range(m):
+                        if sets[base + k] != subset[k]:
+                            same = False
+                            break
+                    if same:
+                        found = j2
+                        break
+                sl = (sl + 1) & mask
+            if found < 0:
+                if n >= max_states:
+                    return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
+                if n == cap:
+                    cap *= 2
+                    p2 = np.zeros(cap + 1, dtype=np.int64)
+                    p2[: n + 1] = set_ptr[: n + 1]
+                    set_ptr = p2
+                    h2 = np.zeros(cap, dtype=np.int64)
+                    h2[:n] = hashes[:n]
+                    hashes = h2
+                    a2 = np.zeros(cap, dtype=np.bool_)
+                    a2[:n] = acc[:n]
+                    acc = a2
+                    slots = np.full(4 * cap, -1, dtype=np.int64)
+                    mask = slots.shape[0] - 1
+                    for j2 in range(n):
+                        s2 = ((hashes[j2] >> 17) ^ hashes[j2]) & mask
+                        while slots[s2] >= 0:
+                            s2 = (s2 + 1) & mask
+                        slots[s2] = j2
+                    sl = ((h >> 17) ^ h) & mask
+                    while slots[sl] >= 0:
+                        sl = (sl + 1) & mask
+                top_s = set_ptr[n]
+                if top_s + m > sets.shape[0]:
+                    s3 = np.empty(2 * (top_s + m), dtype=np.int32)
+                    s3[:top_s] = sets[:top_s]
+                    sets = s3
+                sets[top_s: top_s + m] = subset
+                set_ptr[n + 1] = top_s + m
+                hashes[n] = h
+                slots[sl] = n
+                is_acc = False
+                for k in range(m):
+                    if subset[k] == final:
+                        is_acc = True
+                acc[n] = is_acc
+                found = n
+                n += 1
+            prev_found = found
+            if not first:
+                if n_t == t_src.shape[0]:
+                    t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
+                    t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
+                    t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                t_src[n_t] = q
+                t_cls[n_t] = c
+                t_dst[n_t] = found
+                n_t += 1
+        if first:
+            first = False
+        else:
+            for j in range(members_lo, members_hi):
+                x = sets[j]
+                for k in range(e_ptr[x], e_ptr[x + 1]):
+                    is_cut[e_lo[k]] = False
+                    is_cut[e_hi[k]] = False
+            q += 1
+    return t_src[:n_t], t_cls[:n_t], t_dst[:n_t], acc[:n], n
+
+
 def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Subset construction over byte classes; returns (class table [S, C], accepting, byte -> class).
 
     Only NFA states that can still reach ``final`` enter a subset, so every DFA state can reach
     acceptance (the result is already trim) and a transition whose subset is empty is dead.
     Returns None when the start state cannot reach acceptance (the language is empty).
+    The NFA is flattened into arrays here; the construction itself runs in numba.
     """
     # Byte classes: bytes no edge tells apart behave the same everywhere.
     bounds = {0, 256}
@@ -234,97 +452,38 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     n_classes = len(cuts) - 1
     cut_index = {c: i for i, c in enumerate(cuts)}
     co = _coreachable(nfa, final)
-    eps = nfa.eps
-    nfa_edges = nfa.edges
-    # Only states with byte edges matter inside a DFA state (others are pure epsilon glue).
-    keep = [bool(co[s] and (nfa_edges[s] or s == final)) for s in range(len(eps))]
-    memo: dict[int, frozenset[int]] = {}
-
-    empty: frozenset[int] = frozenset()
-
-    def closure(root: int) -> frozenset[int]:
-        got = memo.get(root)
-        if got is None:
-            if not eps[root]:  # most states: no epsilon moves
-                got = memo[root] = frozenset((root,)) if keep[root] else empty
-                return got
-            seen = {root}
-            stack = [root]
-            while stack:
-                x = stack.pop()
-                for y in eps[x]:
-                    if y not in seen and co[y]:
-                        seen.add(y)
-                        stack.append(y)
-            got = memo[root] = frozenset(x for x in seen if keep[x])
-        return got
-
-    # Per NFA state: class -> closure of the targets its edges reach on that class.
-    state_maps: list[dict[int, frozenset[int]] | None] = [None] * len(eps)
-
-    def state_map(q: int) -> dict[int, frozenset[int]]:
-        got: dict[int, frozenset[int]] = {}
-        for lo, hi, t in nfa_edges[q]:
-            if not co[t]:
-                continue
-            tset = closure(t)
-            for c in range(cut_index[lo], cut_index[hi + 1]):
-                prev = got.get(c)
-                got[c] = tset if prev is None or prev is tset else prev | tset
-        state_maps[q] = got
-        return got
-
-    start_set = closure(start) if co[start] else frozenset()
-    if not start_set:
+    if not co[start]:
         return None
-    ids = {start_set: 0}
-    order = [start_set]
-    # live transitions as flat (source, class, target) lists; the table is filled in one go
-    src_l: list[int] = []
-    cls_l: list[int] = []
-    dst_l: list[int] = []
-    accepting: list[bool] = []
-    i = 0
-    while i < len(order):
-        current = order[i]
-        i += 1
-        accepting.append(final in current)
-        if len(current) == 1:
-            (q,) = current
-            targets = state_maps[q]
-            if targets is None:
-                targets = state_map(q)
-        else:
-            merged: dict[int, set[int] | frozenset[int]] = {}
-            for q in current:
-                m = state_maps[q]
-                if m is None:
-                    m = state_map(q)
-                for c, tset in m.items():
-                    got = merged.get(c)
-                    if got is None:
-                        merged[c] = tset  # shared until a second state adds to it
-                    elif got is not tset:
-                        if isinstance(got, frozenset):
-                            got = merged[c] = set(got)
-                        got |= tset
-            targets = {c: (t if isinstance(t, frozenset) else frozenset(t)) for c, t in merged.items()}
-        src = i - 1
-        for c, key in targets.items():
-            j = ids.get(key)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
-                j = ids[key] = len(order)
-                order.append(key)
-            src_l.append(src)
-            cls_l.append(c)
-            dst_l.append(j)
-    table = np.full((len(order), n_classes), DEAD, dtype=np.int32)
-    table[np.asarray(src_l, dtype=np.intp), np.asarray(cls_l, dtype=np.intp)] = np.asarray(dst_l, dtype=np.int32)
-    return table, np.asarray(accepting, dtype=bool), class_of
+    eps_ptr = [0]
+    eps_dst: list[int] = []
+    e_ptr = [0]
+    e_lo: list[int] = []
+    e_hi: list[int] = []
+    e_dst: list[int] = []
+    for s in range(len(nfa.eps)):
+        eps_dst.extend(t for t in nfa.eps[s] if co[t])
+        eps_ptr.append(len(eps_dst))
+        for lo, hi, t in nfa.edges[s]:
+            if co[t]:
+                e_lo.append(cut_index[lo])
+                e_hi.append(cut_index[hi + 1])
+                e_dst.append(t)
+        e_ptr.append(len(e_dst))
+    # Only states with byte edges matter inside a DFA state (others are pure epsilon glue).
+    keep = np.fromiter((co[s] and (e_ptr[s + 1] > e_ptr[s] or s == final) for s in range(len(nfa.eps))),
+                       dtype=np.bool_, count=len(nfa.eps))
 
+    def arr(x, dt=np.int32):
+        return np.asarray(x, dtype=dt)
 
+    src, cls, dst, accepting, n = _subset_construction(
+        arr(eps_ptr, np.int64), arr(eps_dst), arr(e_ptr, np.int64), arr(e_lo), arr(e_hi), arr(e_dst), keep,
+        np.int32(start), np.int32(final), np.int64(n_classes), np.int64(MAX_DFA_STATES))
+    if n < 0:
+        raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
+    table = np.full((n, n_classes), DEAD, dtype=np.int32)
+    table[src.astype(np.intp), cls.astype(np.intp)] = dst
+    return table, accepting.copy(), class_of
 
 
 def _out_edges(trans: np.ndarray) -> list[list[tuple[int, int]]]:
