@@ -33,6 +33,7 @@ MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
 MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
+MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -710,7 +711,7 @@ class _Builder:
         suffix = {(n, c): tail[c] for c in range(cap + 1)}
         for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
-            member = [js.string_literal(name), w, num.lit(":"), w, piece]
+            member = [_name_literal(name, n), w, num.lit(":"), w, piece]
             for c in range(cap, -1, -1):
                 alts = []
                 nxt = suffix[(i + 1, min(c + 1, cap))]
@@ -747,7 +748,7 @@ class _Builder:
             room = max_p is None or count < max_p
             for i, (name, piece, _) in enumerate(declared):
                 if room and not used & (1 << i):
-                    alts.append(lead + [js.string_literal(name), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
+                    alts.append(lead + [_name_literal(name, n), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
             if extra_member is not None and room:
                 alts.append(lead + extra_member + [syms[(used, min(e + 1, cap))]])
             for a in alts:
@@ -1309,6 +1310,14 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
         raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
     return int(v)
+
+
+def _name_literal(name: str, declared: int):
+    """A declared property name as a member key: every JSON spelling, or only the canonical one in
+    objects with more than MAX_SPELLED_NAMES declared properties (keeps huge objects fast; escaped
+    spellings of those names are then rejected, never taken for undeclared keys: the key languages
+    of extra members subtract every spelling)."""
+    return js.string_literal(name) if declared <= MAX_SPELLED_NAMES else js.canonical_string_literal(name)
 
 
 def _dedupe(pieces):

@@ -4,7 +4,8 @@ A schema constrains the *decoded* string; the DFA runs over its JSON spelling. E
 character class becomes the alternation of its spellings: the raw UTF-8 character where JSON
 allows it raw, ``\\"`` ``\\\\`` ``\\/`` ``\\b\\f\\n\\r\\t`` where those apply, and ``\\u00XX`` for the
 other control characters. Other ``\\uXXXX`` spellings of ordinary characters are not generated
-(a documented restriction of the spellings, never of the decoded values).
+(a documented restriction of the spellings, never of the decoded values), except by
+``string_literal`` (const/enum values, property names), which spells a given string every way.
 """
 
 from __future__ import annotations
