@@ -32,6 +32,8 @@ from constrain.regex.parse import parse_regex
 MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
+MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
+MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -299,7 +301,7 @@ class _Builder:
                 if not _ast(piece):
                     self.refuse("not", pointer + "/not", f"'not' of {t} values")
                 else:
-                    piece = boolean.difference(piece, num.alt(*[self._literal(v) for v in excluded]))
+                    piece = boolean.difference(piece, num.alt(*[self._literal(v, "superset") for v in excluded]))
             pieces.append(piece)
         return self._union(pieces, f"types@{pointer}")
 
@@ -505,17 +507,28 @@ class _Builder:
         candidates = [c for c in candidates if not any(_json_equal(c, b) for b in banned)]
         if rest:
             candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
-        pieces = [self._literal(c) for c in candidates]
+        # every spelling of each value; a big enum keeps one spelling per value (the word-set fast path)
+        mode = "exact" if len(candidates) <= MAX_SPELLED_ENUM else "canonical"
+        pieces = [self._literal(c, mode) for c in candidates]
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
         return num.alt(*_dedupe(pieces))
 
-    def _literal(self, value: Any):
+    def _literal(self, value: Any, mode: str = "exact"):
+        """The JSON spellings of ``value`` (a const/enum member).
+
+        ``mode``: "exact" (to accept): only spellings equal to ``value``: every string spelling
+        (raw, short escapes, ``\\uXXXX`` in either case), numbers with their exponent forms within
+        ``num.SPELLING_WINDOW`` padding zeros; "superset" (to subtract): every spelling equal to
+        ``value`` and, for numbers, also some other spellings of its digits far outside that window
+        (see ``num.number_spellings_superset``); "canonical" (big enums, kept on the word-set fast
+        path): the json.dumps spelling only (numbers also with a zero fraction / trailing zeros)."""
         w = self.w()
         if isinstance(value, dict):
             if not value:
                 return num.cat(num.lit("{"), w, num.lit("}"))
-            members = [num.cat(js.string_literal(k), w, num.lit(":"), w, self._literal(v)) for k, v in value.items()]
+            key = js.canonical_string_literal if mode == "canonical" else js.string_literal
+            members = [num.cat(key(k), w, num.lit(":"), w, self._literal(v, mode)) for k, v in value.items()]
             orders = [members]
             if self.opt.property_order == "any" and 1 < len(members) <= 5:
                 import itertools
@@ -537,9 +550,15 @@ class _Builder:
             for i, v in enumerate(value):
                 if i:
                     parts += [w, num.lit(","), w]
-                parts.append(self._literal(v))
+                parts.append(self._literal(v, mode))
             return num.cat(*parts, w, num.lit("]"))
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == int(value) and abs(value) < 1e16:
+        if isinstance(value, str):
+            return js.canonical_string_literal(value) if mode == "canonical" else js.string_literal(value)
+        is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if is_number and value == value and abs(value) != float("inf") and mode != "canonical":
+            d = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+            return num.number_spellings_superset(d) if mode == "superset" else num.number_spellings(d)
+        if is_number and value == int(value) and abs(value) < 1e16:
             # 1 == 1.0 in JSON Schema: the integer spelling with an optional zero fraction
             zero_fraction = num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.lit("0"), 1, None)))
             whole = num.lit(json.dumps(int(value)))
@@ -692,7 +711,7 @@ class _Builder:
         suffix = {(n, c): tail[c] for c in range(cap + 1)}
         for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
-            member = [js.string_literal(name), w, num.lit(":"), w, piece]
+            member = [_name_literal(name, n), w, num.lit(":"), w, piece]
             for c in range(cap, -1, -1):
                 alts = []
                 nxt = suffix[(i + 1, min(c + 1, cap))]
@@ -729,7 +748,7 @@ class _Builder:
             room = max_p is None or count < max_p
             for i, (name, piece, _) in enumerate(declared):
                 if room and not used & (1 << i):
-                    alts.append(lead + [js.string_literal(name), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
+                    alts.append(lead + [_name_literal(name, n), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
             if extra_member is not None and room:
                 alts.append(lead + extra_member + [syms[(used, min(e + 1, cap))]])
             for a in alts:
@@ -1291,6 +1310,14 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
         raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
     return int(v)
+
+
+def _name_literal(name: str, declared: int):
+    """A declared property name as a member key: every JSON spelling, or only the canonical one in
+    objects with more than MAX_SPELLED_NAMES declared properties (keeps huge objects fast; escaped
+    spellings of those names are then rejected, never taken for undeclared keys: the key languages
+    of extra members subtract every spelling)."""
+    return js.string_literal(name) if declared <= MAX_SPELLED_NAMES else js.canonical_string_literal(name)
 
 
 def _dedupe(pieces):

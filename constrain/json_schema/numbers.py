@@ -201,3 +201,124 @@ def parse_bound(value) -> Decimal:
     except InvalidOperation as e:  # pragma: no cover - schemas hold numbers
         raise ValueError(f"not a number: {value!r}") from e
 
+
+
+# --------------------------------------------------------------------------- spellings of one value
+#
+# A JSON number is ``-? int (. frac)? ([eE] [+-]? exp)?``. For a non-zero value d = c * 10^k (c the
+# significant digits, no leading or trailing zeros), a spelling's mantissa (int and frac without
+# the point) is ``0* c 0*``; its *shift* s is the power with value(mantissa) = c * 10^s, and the
+# spelling equals d exactly when its exponent E = k - s. Leading/trailing zeros make s unbounded
+# and E must then track s in decimal, so "every spelling of d" is not a regular language. Here:
+# exact for shifts within a window (every spelling with at most SPELLING_WINDOW padding zeros
+# beyond the canonical forms: 1, 1.0, 1.000e0, 10E-1, 100e-2, 0.01e2, 1e+0 ... all equal 1), and
+# for subtraction a regular superset: mantissas shifted beyond the window are removed whatever
+# their exponent (so ``not: {const: 1}`` also rejects e.g. 1 followed by 20 zeros; never accepts
+# a spelling of 1).
+
+SPELLING_WINDOW = 16
+_EXP_MARK = ("set", ((69, 69), (101, 101)))  # e E
+_ZERO_FRACTION = alt(EMPTY, cat(lit("."), rep(lit("0"), 1, None)))  # "" or ".0+"
+_TRAILING_ZEROS = rep(lit("0"), 0, None)
+
+
+def _significand(value: Decimal) -> tuple[str, int]:
+    """Non-zero |value| as (significant digits c, k) with |value| = c * 10^k."""
+    sign, digits, exp = abs(value).normalize().as_tuple()
+    return "".join(map(str, digits)), exp
+
+
+def _exponent_spelling(e: int) -> Node:
+    """Exponent parts whose value is ``e`` (the empty exponent for 0)."""
+    if e == 0:
+        return alt(EMPTY, cat(_EXP_MARK, alt(EMPTY, ("set", ((43, 43), (45, 45)))), rep(lit("0"), 1, None)))
+    sign = alt(EMPTY, lit("+")) if e > 0 else lit("-")
+    return cat(_EXP_MARK, sign, _TRAILING_ZEROS, lit(str(abs(e))))
+
+
+def _mantissas(c: str, lo: int | None, hi: int | None) -> Node | None:
+    """Mantissas (no sign, no exponent) with significant digits ``c`` and shift s in [lo, hi]."""
+    n = len(c)
+    options = []
+    # c 0^z (.0+)?: s = z >= 0
+    zlo = max(lo, 0) if lo is not None else 0
+    if hi is None or hi >= zlo:
+        options.append(cat(lit(c), rep(lit("0"), zlo, hi), _ZERO_FRACTION))
+    # the point inside c: s in (-n, 0)
+    for s in range(1 - n, 0):
+        if (lo is None or s >= lo) and (hi is None or s <= hi):
+            options.append(cat(lit(c[:n + s]), lit("."), lit(c[n + s:]), _TRAILING_ZEROS))
+    # 0. 0^a c 0*: s = -(a + n)
+    alo = max(0, -hi - n) if hi is not None else 0
+    ahi = None if lo is None else -lo - n
+    if ahi is None or ahi >= alo:
+        options.append(cat(lit("0."), rep(lit("0"), alo, ahi), lit(c), _TRAILING_ZEROS))
+    return alt(*options)
+
+
+def _windows(k: int, window: int) -> list[tuple[int, int]]:
+    """The shifts spelled exactly: around 0 (exponent forms) and around k (no exponent)."""
+    a, b = (-window, window), (k - window, k + window)
+    if a[0] > b[0]:
+        a, b = b, a
+    return [(a[0], max(a[1], b[1]))] if b[0] <= a[1] + 1 else [a, b]
+
+
+ZERO_SPELLINGS = cat(alt(EMPTY, lit("-")), lit("0"), _ZERO_FRACTION,
+                     alt(EMPTY, cat(_EXP_MARK, alt(EMPTY, ("set", ((43, 43), (45, 45)))), PLUS_DIGITS)))
+
+
+def number_spellings(value, window: int = SPELLING_WINDOW) -> Node:
+    """JSON spellings equal to ``value``: every one for 0 (``-0``, ``0.0e5`` ...); for other values
+    every one whose mantissa shift is within ``window`` of the canonical forms (a subset: sound
+    to accept)."""
+    d = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    if d == 0:
+        return ZERO_SPELLINGS
+    c, k = _significand(d)
+    sign = lit("-") if d < 0 else EMPTY
+    options = []
+    for lo, hi in _windows(k, window):
+        for s in range(lo, hi + 1):
+            m = _mantissas(c, s, s)
+            if m is not None:
+                options.append(cat(m, _exponent_spelling(k - s)))
+    return cat(sign, alt(*options))
+
+
+def number_spellings_superset(value, window: int = SPELLING_WINDOW) -> Node:
+    """A regular superset of the JSON spellings equal to ``value`` (sound to subtract): the exact
+    ones of ``number_spellings`` and every spelling with the same significant digits and sign
+    whose mantissa shift lies outside the window, whatever its exponent."""
+    d = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    if d == 0:
+        return ZERO_SPELLINGS
+    c, k = _significand(d)
+    sign = lit("-") if d < 0 else EMPTY
+    wins = _windows(k, window)
+    outside = [(None, wins[0][0] - 1)]
+    if len(wins) == 2:
+        outside.append((wins[0][1] + 1, wins[1][0] - 1))
+    outside.append((wins[-1][1] + 1, None))
+    far = []
+    for lo, hi in outside:  # shifts s in [lo, hi] equal d only with exponents k - s in [k - hi, k - lo]
+        m = _mantissas(c, lo, hi)
+        if m is not None:
+            far.append(cat(sign, m, _exponents_between(None if hi is None else k - hi, None if lo is None else k - lo)))
+    return alt(number_spellings(d, window), *far)
+
+
+def _exponents_between(lo: int | None, hi: int | None) -> Node | None:
+    """Exponent parts (the empty one for 0) whose value is in [lo, hi] (None: unbounded)."""
+    options = []
+    if (lo is None or lo <= 0) and (hi is None or hi >= 0):
+        options.append(_exponent_spelling(0))
+    if hi is None or hi >= 1:
+        pos = natural_range(max(lo if lo is not None else 1, 1), hi)
+        if pos is not None:
+            options.append(cat(_EXP_MARK, alt(EMPTY, lit("+")), _TRAILING_ZEROS, pos))
+    if lo is None or lo <= -1:
+        neg = natural_range(max(-hi if hi is not None else 1, 1), None if lo is None else -lo)
+        if neg is not None:
+            options.append(cat(_EXP_MARK, lit("-"), _TRAILING_ZEROS, neg))
+    return alt(*options)

@@ -4,7 +4,8 @@ A schema constrains the *decoded* string; the DFA runs over its JSON spelling. E
 character class becomes the alternation of its spellings: the raw UTF-8 character where JSON
 allows it raw, ``\\"`` ``\\\\`` ``\\/`` ``\\b\\f\\n\\r\\t`` where those apply, and ``\\u00XX`` for the
 other control characters. Other ``\\uXXXX`` spellings of ordinary characters are not generated
-(a documented restriction of the spellings, never of the decoded values).
+(a documented restriction of the spellings, never of the decoded values), except by
+``string_literal`` (const/enum values, property names), which spells a given string every way.
 """
 
 from __future__ import annotations
@@ -55,9 +56,39 @@ def _hex_digit(d: str):
 ANY_CHAR = char_spellings(cs.ANY)
 
 
-def string_literal(value: str):
+def canonical_string_literal(value: str):
     """Exactly the canonical JSON spelling of ``value`` (json.dumps with ensure_ascii=False)."""
     return lit(json.dumps(value, ensure_ascii=False))
+
+
+def _hex4(n: int):
+    """``\\u`` and four hex digits of ``n``, either case."""
+    return cat(lit("\\u"), *[_hex_digit(d) for d in f"{n:04x}"])
+
+
+def _char_every_spelling(cp: int):
+    """Every JSON spelling of the code point ``cp``: raw where JSON allows it, its short escape,
+    ``\\uXXXX`` (hex digits in either case; a surrogate pair above U+FFFF)."""
+    options = []
+    if not (cp < 0x20 or cp in (0x22, 0x5C) or 0xD800 <= cp <= 0xDFFF):
+        options.append(lit(chr(cp)))
+    if cp in _SHORT_ESCAPES:
+        options.append(lit(_SHORT_ESCAPES[cp]))
+    if cp <= 0xFFFF:
+        options.append(_hex4(cp))
+    else:
+        v = cp - 0x10000
+        options.append(cat(_hex4(0xD800 | v >> 10), _hex4(0xDC00 | v & 0x3FF)))
+    return alt(*options)
+
+
+def string_literal(value: str):
+    """Every JSON spelling of the string ``value``: each character raw (where allowed), as its short
+    escape, or as ``\\uXXXX`` in either hex case (surrogate pairs for astral characters).
+
+    A superset of the spellings ``ANY_CHAR`` generates, so subtracting it removes the value
+    exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
+    return cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE)
 
 
 _CHAR_DFA = None
