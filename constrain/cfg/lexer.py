@@ -24,8 +24,8 @@ from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 @numba.njit(cache=True)
 def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # pragma: no cover - numba
     """Product DFA of the component DFAs whose start states are ``starts``, over the byte class
-    representatives ``reps``. Returns (rows [n, len(reps)], accept ptr, accept terminals), or
-    empty rows when the product exceeds ``max_states``."""
+    representatives ``reps``. Returns (rows [n, len(reps)], accept ptr, accept terminals, and each
+    state's live components as ptr/flat arrays), or empty rows past ``max_states``."""
     n_cls = reps.shape[0]
     k = starts.shape[0]
     cap = 64
@@ -72,7 +72,7 @@ def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # prag
                 s = (s + 1) & mask
             if found < 0:
                 if n >= max_states:
-                    return rows[:0], np.zeros(1, dtype=np.int32), vec[:0]
+                    return rows[:0], np.zeros(1, dtype=np.int32), vec[:0], vec_ptr[:1], vec[:0]
                 if n == cap:  # grow every per-state array, rehash
                     cap *= 2
                     rows2 = np.full((cap, n_cls), -1, dtype=np.int32)
@@ -116,7 +116,7 @@ def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # prag
                 acc_terms[a] = comp_term[vec[j]]
                 a += 1
         acc_ptr[q + 1] = a
-    return rows[:n], acc_ptr, acc_terms[:a]
+    return rows[:n], acc_ptr, acc_terms[:a], vec_ptr[: n + 1], vec[: vec_ptr[n]]
 
 
 class LexerBlocks:
@@ -137,7 +137,9 @@ class LexerBlocks:
         self._comp_trans = np.full((64, 256), -1, dtype=np.int32)
         self._comp_acc = np.zeros(64, dtype=np.bool_)
         self._comp_term = np.zeros(64, dtype=np.int32)
+        self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
+        self._class_of_vector: dict[tuple, int] = {}  # several live components -> mask class
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
         self._term_classes: dict[int, np.ndarray] = {}
 
@@ -175,7 +177,7 @@ class LexerBlocks:
         n = dfa.num_states
         if base + n > self._comp_trans.shape[0]:
             cap = max(base + n, 2 * self._comp_trans.shape[0])
-            for name, fill in (("_comp_trans", -1), ("_comp_acc", False), ("_comp_term", 0)):
+            for name, fill in (("_comp_trans", -1), ("_comp_acc", False), ("_comp_term", 0), ("_comp_class", 0)):
                 a = getattr(self, name)
                 b = np.full((cap,) + a.shape[1:], fill, dtype=a.dtype)
                 b[:base] = a[:base]
@@ -183,13 +185,19 @@ class LexerBlocks:
         self._comp_trans[base: base + n] = np.where(dfa.trans >= 0, dfa.trans + base, -1)
         self._comp_acc[base: base + n] = dfa.accepting
         self._comp_term[base: base + n] = t
+        self._comp_class[base: base + n] = self._new_classes(_dfa_classes(dfa, self.token_depth))
         self._n_comp = base + n
         self._term_start[t] = base + dfa.start
         self._term_classes[t] = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
         return base + dfa.start
 
-    def _append(self, rows: np.ndarray, acc_ptr: np.ndarray, acc_terms: np.ndarray, table: np.ndarray | None = None) -> int:
-        """Append a block (``rows`` over bytes; ``table``: the same over its byte classes)."""
+    def _new_classes(self, local: np.ndarray) -> np.ndarray:
+        out = local.astype(np.int64) + self._next_class
+        self._next_class = int(out.max(initial=self._next_class - 1)) + 1
+        return out
+
+    def _append(self, rows: np.ndarray, acc_ptr: np.ndarray, acc_terms: np.ndarray, vec_ptr=None, vec=None) -> int:
+        """Append a block; ``vec_ptr``/``vec``: each state's live components (for its mask class)."""
         base = self._n
         n = rows.shape[0]
         if base + n > self._trans.shape[0]:
@@ -200,39 +208,64 @@ class LexerBlocks:
         self._trans[base: base + n] = np.where(rows >= 0, rows + base, -1)
         ptr = acc_ptr.tolist()
         terms = acc_terms.tolist()
-        accepts = [tuple(sorted(terms[ptr[q]: ptr[q + 1]])) for q in range(n)]
-        self.accepts.extend(accepts)
+        self.accepts.extend(tuple(sorted(terms[ptr[q]: ptr[q + 1]])) for q in range(n))
         off = len(self._terms_list)
         self._terms_list.extend(terms)
         self._ptr_list.extend(p + off for p in ptr[1:])
-        classes = _block_classes(rows if table is None else table, accepts, self.token_depth) + self._next_class
-        self.mask_class.extend(classes.tolist())
-        self._next_class = int(classes.max()) + 1
+        self.mask_class.extend(self._state_classes(n, vec_ptr, vec).tolist())
         self._n = base + n
         self._arrays = None
         return base
+
+    def _state_classes(self, n: int, vec_ptr, vec) -> np.ndarray:
+        """Mask class per product state: the classes of its live components (states of one
+        terminal's DFA that agree on every string a token can spell, ``regex/equivalence.py``).
+        Equal component classes behave alike, so equal vectors share masks, across blocks too.
+        The start state (between terminals) always gets a class of its own."""
+        out = np.empty(n, dtype=np.int64)
+        out[0] = self._new_classes(np.zeros(1, dtype=np.int64))[0]
+        if n == 1:
+            return out
+        ptr = vec_ptr[1: n + 1]
+        lens = np.diff(vec_ptr[: n + 1])
+        single = np.flatnonzero(lens == 1)
+        single = single[single > 0]
+        out[single] = self._comp_class[vec[ptr[single] - 1]]
+        cache = self._class_of_vector
+        comp_class = self._comp_class
+        for q in np.flatnonzero(lens > 1).tolist():
+            if q == 0:
+                continue
+            key = tuple(comp_class[vec[vec_ptr[q]: vec_ptr[q + 1]]].tolist())
+            got = cache.get(key)
+            if got is None:
+                got = cache[key] = self._new_classes(np.zeros(1, dtype=np.int64))[0]
+            out[q] = got
+        return out
 
     def _build(self, terminal_ids: list[int]) -> int:
         starts = [s for s in (self._component(t) for t in terminal_ids) if s >= 0]
         if not starts:  # nothing may follow: a start state with no way out
             return self._append(np.full((1, 256), -1, dtype=np.int32), np.zeros(2, dtype=np.int32),
-                                np.zeros(0, dtype=np.int32))
+                                np.zeros(0, dtype=np.int32), np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32))
         starts_arr = np.asarray(sorted(starts), dtype=np.int32)
         # the block's byte classes: bytes no component tells apart
         cls = np.stack([self._term_classes[t] for t in terminal_ids if self._term_start[t] >= 0], axis=1)
         _, reps, class_of = np.unique(cls, axis=0, return_index=True, return_inverse=True)
-        rows_c, acc_ptr, acc_terms = _product(self._comp_trans, self._comp_acc, self._comp_term, starts_arr,
-                                              reps.astype(np.int32), MAX_DFA_STATES)
+        rows_c, acc_ptr, acc_terms, vec_ptr, vec = _product(self._comp_trans, self._comp_acc, self._comp_term,
+                                                            starts_arr, reps.astype(np.int32), MAX_DFA_STATES)
         if rows_c.shape[0] == 0:
             raise GrammarError(f"a lexer automaton exceeds {MAX_DFA_STATES} states; simplify the terminals")
         rows = np.ascontiguousarray(rows_c[:, class_of.reshape(-1)])
-        return self._append(rows, acc_ptr, acc_terms, rows_c)
+        return self._append(rows, acc_ptr, acc_terms, vec_ptr, vec)
 
 
-def _block_classes(rows: np.ndarray, accepts: list[tuple], depth: int) -> np.ndarray:
+def _dfa_classes(dfa, depth: int) -> np.ndarray:
+    """Bounded-equivalence classes of one terminal's minimal DFA (identity when every pair of
+    states is told apart within ``depth`` bytes anyway: its horizon)."""
     from constrain.regex.equivalence import bounded_equivalence
 
-    tag_ids: dict[tuple, int] = {}
-    tags = np.fromiter((tag_ids.setdefault(a, len(tag_ids)) for a in accepts), dtype=np.int64, count=len(accepts))
-    tags[0] = len(tag_ids)  # the start state means "between terminals": never merged
-    return bounded_equivalence(rows, tags, depth)
+    if dfa.horizon is not None and dfa.horizon <= depth:
+        return np.arange(dfa.num_states, dtype=np.int64)
+    table = dfa.table if dfa.table is not None else dfa.trans
+    return bounded_equivalence(table, dfa.accepting.astype(np.int64), depth)
