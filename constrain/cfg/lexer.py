@@ -20,30 +20,45 @@ import numpy as np
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
+MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
+
 
 @numba.njit(cache=True)
-def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # pragma: no cover - numba
-    """Product DFA of the component DFAs whose start states are ``starts``, over the byte class
-    representatives ``reps``. Returns (rows [n, len(reps)], accept ptr, accept terminals, and each
-    state's live components as ptr/flat arrays), or empty rows past ``max_states``."""
-    n_cls = reps.shape[0]
+def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
+    """Add one block: a fresh start state for the component vector ``starts``, then every state
+    reachable from it that is not in the store yet. States are interned by their vector of live
+    components, so blocks share every state but their starts (a start is never interned: a
+    revisit of its vector is an ordinary state, which keeps "at a start state" meaning "between
+    terminals"). Arrays grow here and come back; ``n`` = -1 past ``max_states``."""
     k = starts.shape[0]
-    cap = 64
-    rows = np.full((cap, n_cls), -1, dtype=np.int32)
-    vec_ptr = np.zeros(cap + 1, dtype=np.int64)
-    vec = np.empty(max(64, 4 * k), dtype=np.int32)
-    hashes = np.zeros(cap, dtype=np.int64)
-    slots = np.full(4 * cap, -1, dtype=np.int32)
-    vec[:k] = starts
-    vec_ptr[1] = k
-    n = 1
-    scratch = np.empty(k, dtype=np.int32)
-    q = 0
+    scratch = np.empty(max(k, 1), dtype=np.int32)
+    q = n
+    # the start state
+    if n + 1 > rows.shape[0]:
+        cap = 2 * rows.shape[0]
+        r2 = np.full((cap, 256), -1, dtype=np.int32)
+        r2[:n] = rows[:n]
+        rows = r2
+        p2 = np.zeros(cap + 1, dtype=np.int64)
+        p2[: n + 1] = vec_ptr[: n + 1]
+        vec_ptr = p2
+        h2 = np.zeros(cap, dtype=np.int64)
+        h2[:n] = hashes[:n]
+        hashes = h2
+    top = vec_ptr[n]
+    if top + k > vec.shape[0]:
+        v2 = np.empty(2 * (top + k), dtype=np.int32)
+        v2[:top] = vec[:top]
+        vec = v2
+    vec[top: top + k] = starts
+    vec_ptr[n + 1] = top + k
+    hashes[n] = 0
+    rows[n, :] = -1
+    n += 1
     while q < n:
         lo = vec_ptr[q]
         hi = vec_ptr[q + 1]
-        for ci in range(n_cls):
-            b = reps[ci]
+        for b in range(256):
             m = 0
             h = np.int64(-3750763034362895579)
             for j in range(lo, hi):
@@ -53,12 +68,13 @@ def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # prag
                     m += 1
                     h = (h ^ g2) * 1099511628211
             if m == 0:
+                rows[q, b] = -1
                 continue
             mask = slots.shape[0] - 1
-            s = ((h >> 17) ^ h) & mask
+            sl = ((h >> 17) ^ h) & mask
             found = -1
-            while slots[s] >= 0:
-                j2 = slots[s]
+            while slots[sl] >= 0:
+                j2 = slots[sl]
                 if hashes[j2] == h and vec_ptr[j2 + 1] - vec_ptr[j2] == m:
                     same = True
                     base = vec_ptr[j2]
@@ -69,31 +85,33 @@ def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # prag
                     if same:
                         found = j2
                         break
-                s = (s + 1) & mask
+                sl = (sl + 1) & mask
             if found < 0:
                 if n >= max_states:
-                    return rows[:0], np.zeros(1, dtype=np.int32), vec[:0], vec_ptr[:1], vec[:0]
-                if n == cap:  # grow every per-state array, rehash
-                    cap *= 2
-                    rows2 = np.full((cap, n_cls), -1, dtype=np.int32)
-                    rows2[:n] = rows[:n]
-                    rows = rows2
+                    return rows, vec_ptr, vec, hashes, slots, -1
+                if n + 1 > rows.shape[0] or 2 * (n + 1) > slots.shape[0]:
+                    cap = 2 * rows.shape[0]
+                    r2 = np.full((cap, 256), -1, dtype=np.int32)
+                    r2[:n] = rows[:n]
+                    rows = r2
                     p2 = np.zeros(cap + 1, dtype=np.int64)
                     p2[: n + 1] = vec_ptr[: n + 1]
                     vec_ptr = p2
                     h2 = np.zeros(cap, dtype=np.int64)
                     h2[:n] = hashes[:n]
                     hashes = h2
-                    slots = np.full(4 * cap, -1, dtype=np.int32)
+                    slots = np.full(4 * cap, -1, dtype=np.int64)
                     mask = slots.shape[0] - 1
-                    for j2 in range(1, n):
+                    for j2 in range(n):
+                        if is_start_hash(hashes[j2]):
+                            continue
                         s2 = ((hashes[j2] >> 17) ^ hashes[j2]) & mask
                         while slots[s2] >= 0:
                             s2 = (s2 + 1) & mask
                         slots[s2] = j2
-                    s = ((h >> 17) ^ h) & mask
-                    while slots[s] >= 0:
-                        s = (s + 1) & mask
+                    sl = ((h >> 17) ^ h) & mask
+                    while slots[sl] >= 0:
+                        sl = (sl + 1) & mask
                 top = vec_ptr[n]
                 if top + m > vec.shape[0]:
                     v2 = np.empty(2 * (top + m), dtype=np.int32)
@@ -102,21 +120,17 @@ def _product(comp_trans, comp_acc, comp_term, starts, reps, max_states):  # prag
                 vec[top: top + m] = scratch[:m]
                 vec_ptr[n + 1] = top + m
                 hashes[n] = h
-                slots[s] = n  # the start state (0) is never in the table: revisits get a new state
+                slots[sl] = n
                 found = n
                 n += 1
-            rows[q, ci] = found
+            rows[q, b] = found
         q += 1
-    acc_ptr = np.zeros(n + 1, dtype=np.int32)
-    acc_terms = np.empty(vec_ptr[n], dtype=np.int32)
-    a = 0
-    for q in range(n):
-        for j in range(vec_ptr[q], vec_ptr[q + 1]):
-            if comp_acc[vec[j]]:
-                acc_terms[a] = comp_term[vec[j]]
-                a += 1
-        acc_ptr[q + 1] = a
-    return rows[:n], acc_ptr, acc_terms[:a], vec_ptr[: n + 1], vec[: vec_ptr[n]]
+    return rows, vec_ptr, vec, hashes, slots, n
+
+
+@numba.njit(cache=True, inline="always")
+def is_start_hash(h):  # pragma: no cover - numba
+    return h == 0
 
 
 class LexerBlocks:
@@ -129,7 +143,13 @@ class LexerBlocks:
         self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
         self._starts: dict[frozenset, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # the state store: rows, each state's live components (ptr/flat), hashes and slots of the
+        # vector table (start states are not in it: hash 0)
         self._trans = np.full((64, 256), -1, dtype=np.int32)
+        self._vec_ptr = np.zeros(65, dtype=np.int64)
+        self._vec = np.zeros(256, dtype=np.int32)
+        self._hashes = np.zeros(64, dtype=np.int64)
+        self._slots = np.full(256, -1, dtype=np.int64)
         self._n = 0
         self._ptr_list: list[int] = [0]
         self._terms_list: list[int] = []
@@ -141,7 +161,6 @@ class LexerBlocks:
         self._n_comp = 0
         self._class_of_vector: dict[tuple, int] = {}  # several live components -> mask class
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
-        self._term_classes: dict[int, np.ndarray] = {}
 
     def start_for(self, allowed: frozenset[int]) -> int:
         key = frozenset(allowed) | self.ignore
@@ -188,7 +207,6 @@ class LexerBlocks:
         self._comp_class[base: base + n] = self._new_classes(_dfa_classes(dfa, self.token_depth))
         self._n_comp = base + n
         self._term_start[t] = base + dfa.start
-        self._term_classes[t] = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
         return base + dfa.start
 
     def _new_classes(self, local: np.ndarray) -> np.ndarray:
@@ -196,34 +214,30 @@ class LexerBlocks:
         self._next_class = int(out.max(initial=self._next_class - 1)) + 1
         return out
 
-    def _append(self, rows: np.ndarray, acc_ptr: np.ndarray, acc_terms: np.ndarray, vec_ptr=None, vec=None) -> int:
-        """Append a block; ``vec_ptr``/``vec``: each state's live components (for its mask class)."""
-        base = self._n
-        n = rows.shape[0]
-        if base + n > self._trans.shape[0]:
-            cap = max(base + n, 2 * self._trans.shape[0])
-            grown = np.full((cap, 256), -1, dtype=np.int32)
-            grown[:base] = self._trans[:base]
-            self._trans = grown
-        self._trans[base: base + n] = np.where(rows >= 0, rows + base, -1)
-        ptr = acc_ptr.tolist()
-        terms = acc_terms.tolist()
-        self.accepts.extend(tuple(sorted(terms[ptr[q]: ptr[q + 1]])) for q in range(n))
-        off = len(self._terms_list)
-        self._terms_list.extend(terms)
-        self._ptr_list.extend(p + off for p in ptr[1:])
-        self.mask_class.extend(self._state_classes(n, vec_ptr, vec).tolist())
-        self._n = base + n
+    def _register(self, old_n: int) -> None:
+        """Accepted terminals and mask classes of the states ``_extend`` just added."""
+        n = self._n
+        vp, vec = self._vec_ptr, self._vec
+        acc, term = self._comp_acc, self._comp_term
+        for q in range(old_n, n):
+            comps = vec[vp[q]: vp[q + 1]]
+            got = sorted(term[comps[acc[comps]]].tolist())
+            self.accepts.append(tuple(got))
+            self._terms_list.extend(got)
+            self._ptr_list.append(len(self._terms_list))
+        self.mask_class.extend(self._state_classes(old_n, n).tolist())
         self._arrays = None
-        return base
 
-    def _state_classes(self, n: int, vec_ptr, vec) -> np.ndarray:
+    def _state_classes(self, old_n: int, n_all: int) -> np.ndarray:
         """Mask class per product state: the classes of its live components (states of one
         terminal's DFA that agree on every string a token can spell, ``regex/equivalence.py``).
         Equal component classes behave alike, so equal vectors share masks, across blocks too.
         The start state (between terminals) always gets a class of its own."""
+        vec_ptr = self._vec_ptr[old_n: n_all + 1] - 0
+        vec = self._vec
+        n = n_all - old_n
         out = np.empty(n, dtype=np.int64)
-        out[0] = self._new_classes(np.zeros(1, dtype=np.int64))[0]
+        out[0] = self._new_classes(np.zeros(1, dtype=np.int64))[0]  # the new block's start state
         if n == 1:
             return out
         ptr = vec_ptr[1: n + 1]
@@ -244,20 +258,15 @@ class LexerBlocks:
         return out
 
     def _build(self, terminal_ids: list[int]) -> int:
-        starts = [s for s in (self._component(t) for t in terminal_ids) if s >= 0]
-        if not starts:  # nothing may follow: a start state with no way out
-            return self._append(np.full((1, 256), -1, dtype=np.int32), np.zeros(2, dtype=np.int32),
-                                np.zeros(0, dtype=np.int32), np.zeros(2, dtype=np.int64), np.zeros(0, dtype=np.int32))
-        starts_arr = np.asarray(sorted(starts), dtype=np.int32)
-        # the block's byte classes: bytes no component tells apart
-        cls = np.stack([self._term_classes[t] for t in terminal_ids if self._term_start[t] >= 0], axis=1)
-        _, reps, class_of = np.unique(cls, axis=0, return_index=True, return_inverse=True)
-        rows_c, acc_ptr, acc_terms, vec_ptr, vec = _product(self._comp_trans, self._comp_acc, self._comp_term,
-                                                            starts_arr, reps.astype(np.int32), MAX_DFA_STATES)
-        if rows_c.shape[0] == 0:
-            raise GrammarError(f"a lexer automaton exceeds {MAX_DFA_STATES} states; simplify the terminals")
-        rows = np.ascontiguousarray(rows_c[:, class_of.reshape(-1)])
-        return self._append(rows, acc_ptr, acc_terms, vec_ptr, vec)
+        starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
+        old_n = self._n
+        rows, vp, vec, hashes, slots, n = _extend(self._comp_trans, self._comp_acc, starts, self._trans, self._vec_ptr,
+                                                  self._vec, self._hashes, self._slots, old_n, MAX_LEXER_STATES)
+        if n < 0:
+            raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
+        self._trans, self._vec_ptr, self._vec, self._hashes, self._slots, self._n = rows, vp, vec, hashes, slots, n
+        self._register(old_n)
+        return old_n
 
 
 def _dfa_classes(dfa, depth: int) -> np.ndarray:
