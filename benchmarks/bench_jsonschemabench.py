@@ -114,6 +114,10 @@ def _setup(lib: str, tok_key: str):
     tok = load_hf_tokenizer(tok_key)
     adapter = ADAPTERS[lib]()
     info = adapter.prepare(tok)
+    if lib == "constrain":  # load our numba kernels now, not inside the first schema's timings
+        import constrain
+
+        constrain.warmup()
     eos = list(info.eos_token_ids) if lib == "constrain" else [tok.eos_token_id]
     width = (len(tok) + 31) // 32
     return {"lib": lib, "tok": tok, "a": adapter, "info": info, "eos": eos, "width": width,

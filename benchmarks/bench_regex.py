@@ -375,13 +375,9 @@ def main() -> None:
         f"{'--quick (1 pass, 1 rep)' if args.quick else '3 passes, compile median of 3'}")
     out()
     # One-time numba cost in this process (loading the on-disk JIT cache or compiling): reported, then excluded.
-    from constrain.walk import walk_allowed
-    from tokenizer_index import TokenizerIndex
+    import constrain
 
-    t0 = time.perf_counter()
-    tiny = TokenizerIndex.from_token_bytes([b"a", b"b", None], eos_token_ids=[2])
-    walk_allowed(np.full((1, 256), -1, dtype=np.int32), 0, tiny.trie, np.zeros(1, dtype=np.uint32))
-    out(f"First `walk_allowed` call in this process (numba cache load / JIT): {(time.perf_counter() - t0) * 1e3:.0f} ms "
+    out(f"`constrain.warmup()` (numba kernels loaded once per process): {constrain.warmup() * 1e3:.0f} ms "
         "(excluded from the tables below).")
     out()
     all_summary = {}

@@ -24,6 +24,7 @@ from constrain.errors import (
 )
 from constrain.grammar import Grammar
 from constrain.matcher import CompiledGrammar, Matcher
+from constrain.warmup import warmup
 
 __all__ = [
     "Grammar",
@@ -42,6 +43,7 @@ __all__ = [
     "GrammarLogitsProcessor",
     "IncompleteGenerationError",
     "load_model",
+    "warmup",
 ]
 __version__ = "0.1.0"
 

@@ -1,0 +1,30 @@
+"""Load every numba kernel once, so the first real grammar does not pay for it.
+
+Kernels are compiled to an on-disk cache the first time they run (seconds) and loaded from it in
+every later process (a few hundred ms in all). A server calls ``constrain.warmup()`` at startup;
+the benchmarks call it and report its time separately from compile and mask times.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def warmup() -> float:
+    """Run every numba kernel on tiny inputs; returns the seconds it took."""
+    from constrain.compiler import compile as compile_grammar
+    from constrain.grammar import Grammar
+    from tokenizer_index import TokenizerIndex
+
+    t0 = time.perf_counter()
+    tiny = TokenizerIndex.from_token_bytes([b"a", b"b", b"ab", b"+", None], eos_token_ids=[4])
+    # a regex past the equivalence threshold: subset construction, Moore rounds, the trie walk
+    compile_grammar(Grammar.from_regex("[ab]{0,600}"), tiny, cache=False).matcher().allowed_token_ids()
+    # a CFG with a long terminal and boundaries everywhere: Earley, lexer products, every walk
+    g = compile_grammar(Grammar.from_lark('start: x ("+" x)*\nx: /[ab]{1,600}/\n'), tiny, cache=False)
+    m = g.matcher()
+    for token in (2, 3, 0):
+        m.allowed_token_ids()
+        m.advance(token)
+    m.allowed_token_ids()
+    return time.perf_counter() - t0
