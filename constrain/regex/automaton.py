@@ -701,6 +701,11 @@ def _word_set_dfa(words: list[bytes]) -> DFA:
         for b, t in edges[s].items():
             trans[i, b] = ids[t]
     accepting = np.array([final[s] for s in order], dtype=bool)
-    _, reps, class_of = np.unique(trans.T, axis=0, return_index=True, return_inverse=True)
-    return DFA(trans=trans, accepting=accepting, table=np.ascontiguousarray(trans[:, reps]),
-               classes=class_of.reshape(-1).astype(np.int32))
+    # byte classes: every byte some word uses is its own class, all other bytes share class 0
+    used = np.zeros(256, dtype=bool)
+    used[np.frombuffer(b"".join(set(words)), dtype=np.uint8)] = True
+    class_of = np.cumsum(used).astype(np.int32) * used
+    reps = np.concatenate([[int(np.argmin(used))] if not used.all() else [], np.flatnonzero(used)]).astype(np.intp)
+    if used.all():
+        class_of = class_of - 1
+    return DFA(trans=trans, accepting=accepting, table=np.ascontiguousarray(trans[:, reps]), classes=class_of)
