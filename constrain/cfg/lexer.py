@@ -55,9 +55,12 @@ def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, 
     hashes[n] = 0
     rows[n, :] = -1
     n += 1
+    prev = np.empty(max(k, 1), dtype=np.int32)
     while q < n:
         lo = vec_ptr[q]
         hi = vec_ptr[q + 1]
+        prev_m = -1
+        prev_found = -1
         for b in range(256):
             m = 0
             h = np.int64(-3750763034362895579)
@@ -67,8 +70,20 @@ def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, 
                     scratch[m] = g2
                     m += 1
                     h = (h ^ g2) * 1099511628211
+            if m == prev_m:  # most bytes lead where the previous byte led
+                same = True
+                for x in range(m):
+                    if scratch[x] != prev[x]:
+                        same = False
+                        break
+                if same:
+                    rows[q, b] = prev_found
+                    continue
+            prev_m = m
+            prev[:m] = scratch[:m]
             if m == 0:
                 rows[q, b] = -1
+                prev_found = -1
                 continue
             mask = slots.shape[0] - 1
             sl = ((h >> 17) ^ h) & mask
@@ -124,6 +139,7 @@ def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, 
                 found = n
                 n += 1
             rows[q, b] = found
+            prev_found = found
         q += 1
     return rows, vec_ptr, vec, hashes, slots, n
 
