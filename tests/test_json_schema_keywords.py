@@ -207,6 +207,43 @@ def test_pattern_unanchored_semantics(pattern, index):
     check_agrees({"type": "string", "pattern": pattern}, strings, index)
 
 
+INNER_ANCHORS = ["^([^,]|$)", "(^a|^b|c_)", "(^ab)|(^x(yz)+)", "^$[a-c]*$", "(^$)|(^a{2}$)", "(a|^)b",
+                 "b(c|$)", "(^|x)(a|$)", "(^a)?b", "(^a|b){2}", "((^a)|b)c", "(?:a$)|(?:^b)", "x^", "$^",
+                 "(^\\d{2}(-\\d)?$)|(^x$)"]
+
+
+@pytest.mark.parametrize("pattern", INNER_ANCHORS)
+def test_pattern_anchors_inside_groups(pattern, index):
+    """^ and $ anywhere (ECMA-262, no multiline): ^ holds only at the start, $ only at the end."""
+    rng = random.Random(pattern)
+    pieces = ["a", "b", "c", "x", "yz", ",", "1", "23", "-", "é"]
+    strings = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(80)]
+    strings += ["", "a", "b", "ab", "ba", "abc", "xyz", "aa", "12", "12-3", "x", ",", "a,", "c_", "bc", "xa"]
+    # in an optional property: a pattern that can never match only keeps the property out
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": pattern}}}
+    check_agrees(schema, [{}] + [{"p": x} for x in strings], index)
+
+
+def test_pattern_that_can_never_match(index):
+    """JSONSchemaBench o21833: a regex literal with slashes, /^[0-9]{4}$/, has ^ after a '/'."""
+    from constrain.json_schema.errors import EmptySchemaError
+
+    schema = {"type": "object", "properties": {"year": {"type": "string", "pattern": "/^[0-9]{4}$/"}}}
+    check_agrees(schema, [{}, {"year": "2001"}, {"year": "/2001/"}, {"year": "/^2001$/"}, {"other": 1}], index)
+    with pytest.raises(EmptySchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "pattern": "/^[0-9]{4}$/"})
+    assert e.value.pointer == "#/pattern"
+    check_agrees({"type": "object", "patternProperties": {"a^": {"type": "integer"}}},
+                 [{}, {"a": "s"}, {"a^": "s"}, {"xa": 1}], index)
+
+
+def test_pattern_anchor_in_unbounded_repetition_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "pattern": "(^a)*b"})
+    assert e.value.keyword == "pattern" and e.value.pointer == "#/pattern"
+    assert "repetition" in str(e.value)
+
+
 def test_pattern_dollar_is_end_of_string_not_before_newline(index):
     """ECMA-262 ``$`` (no multiline) matches only at the end; Python's also before a final newline."""
     g = compiled({"type": "string", "pattern": "^a$"}, index, **SPEC)
@@ -494,6 +531,58 @@ def test_one_of_disjoint(index):
     ]}
     check_agrees(tagged, [{"t": "a", "n": 1}, {"t": "b", "s": "x"}, {"t": "c"}, {"t": "a", "n": "x"}, {}],
                  index, strict=True)
+
+
+# --------------------------------------------------------------------------- empty sub-schemas
+
+_EMPTY_ENUM = {"enum": ["A", "B"], "type": "object"}  # no enum value is an object (JSONSchemaBench o31109)
+_EMPTY_INT = {"type": "integer", "minimum": 3, "maximum": 1}
+_EMPTY_INSTANCES = [{}, {"a": 1}, {"builtin": "A"}, {"builtin": {}}, {"builtin": None}, {"x": 1}, {"x": "s"},
+                    {"a": "s"}, {"xa": 1}, {"xa": "s"}, [], [1], [1, 2], ["s"], [None], [[]], 1, "A", None, 2.5]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"builtin": _EMPTY_ENUM, "a": {"type": "integer"}}},
+    {"properties": {"builtin": _EMPTY_ENUM}},  # untyped: non-objects stay valid
+    {"type": "object", "properties": {"builtin": {"$ref": "#/$defs/e"}, "a": {"$ref": "#/$defs/e"}},
+     "$defs": {"e": _EMPTY_INT}},  # one empty $ref target used twice
+    {"type": "object", "properties": {"builtin": {"allOf": [{"type": "string"}, {"type": "integer"}]}}},
+    {"type": "object", "additionalProperties": _EMPTY_INT},  # no extra key can appear
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": _EMPTY_ENUM},
+    {"type": "object", "patternProperties": {"^x": _EMPTY_INT}},  # keys starting with x are forbidden
+    {"type": "object", "propertyNames": _EMPTY_INT},  # no key at all
+    {"anyOf": [_EMPTY_INT, {"type": "string"}, {"type": "array", "items": _EMPTY_ENUM}]},
+    {"oneOf": [_EMPTY_ENUM, {"type": "integer"}]},
+    {"type": "array", "items": _EMPTY_INT},  # only []
+    {"type": "array", "prefixItems": [{"type": "integer"}, _EMPTY_INT]},  # at most one item
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+     "items": [{"type": "integer"}, _EMPTY_ENUM], "additionalItems": {"type": "string"}},  # draft 7 tuple form
+    {"type": ["string", "integer"], "minLength": 5, "maxLength": 2},  # the string type is empty
+    {"type": ["object", "integer"], "properties": {"a": _EMPTY_INT}, "required": ["a"]},
+    {"type": "object", "properties": {"p": {"type": "object", "properties": {"q": _EMPTY_ENUM},
+                                            "required": ["q"]}}},  # required inside an optional property
+])
+def test_empty_sub_schema_in_optional_position(schema, index):
+    """An unsatisfiable sub-schema where nothing forces an instance only removes what it would match."""
+    check_agrees(schema, _EMPTY_INSTANCES, index)
+    check_agrees(schema, _EMPTY_INSTANCES, index, property_order="any")
+
+
+@pytest.mark.parametrize("schema, pointer, words", [
+    ({"type": "object", "properties": {"builtin": _EMPTY_ENUM}, "required": ["builtin"]}, "#", "'builtin'"),
+    ({"type": "array", "items": _EMPTY_INT, "minItems": 1}, "#", "no instance"),
+    ({"anyOf": [_EMPTY_INT, _EMPTY_ENUM]}, "#", "no instance"),
+    ({"type": ["string", "integer"], "minLength": 5, "maxLength": 2, "minimum": 3, "maximum": 1}, "#", "minLength"),
+    ({"type": "object", "properties": {"p": {"type": "object", "properties": {"q": _EMPTY_ENUM},
+                                             "required": ["q"]}}, "required": ["p"]}, "#", "'p'"),
+])
+def test_empty_sub_schema_in_required_position(schema, pointer, words):
+    from constrain.json_schema.errors import EmptySchemaError
+
+    with pytest.raises(EmptySchemaError) as e:
+        Grammar.from_json_schema(schema, **SPEC)
+    assert e.value.pointer == pointer and words in str(e.value), str(e.value)
+    assert not any(oracle(schema).is_valid(x) for x in _EMPTY_INSTANCES)
 
 
 def test_not_types(index):

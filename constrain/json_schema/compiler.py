@@ -27,7 +27,7 @@ from constrain.json_schema.formats import FORMATS
 from constrain.json_schema.merge import _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
-from constrain.regex.parse import parse_regex
+from constrain.regex.parse import parse_regex, parse_search_regex
 
 MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
@@ -143,6 +143,17 @@ class _Builder:
     def w(self):
         return self.ws if self.ws is not None else num.EMPTY
 
+    def value_or_empty(self, schema: Any, pointer: str):
+        """``value`` where an unsatisfiable schema is not an error but "no instance" (None).
+
+        Used where the sub-schema's position is optional (an optional property, extra keys, array
+        items, one of several types or branches): there the only consequence is that nothing can
+        appear in that position, exactly as if the sub-schema were ``false``."""
+        try:
+            return self.value(schema, pointer)
+        except EmptySchemaError:
+            return None
+
     def refuse(self, keyword: str, pointer: str, why: str = "") -> None:
         if self.opt.unsupported == "error":
             raise UnsupportedSchemaError(keyword, pointer, why)
@@ -199,19 +210,32 @@ class _Builder:
         # a nonterminal first, so that recursive references end at it
         sym = self.new_nt(f"ref:{target_ptr}")
         self._memo[target_ptr] = sym
-        if target is True or target == {}:
-            piece = self.any_value()
-        elif target is False:
-            piece = None
-        elif not isinstance(target, dict):
-            raise SchemaError("a $ref target must be a schema", target_ptr)
-        elif "$ref" in target or "$dynamicRef" in target:
-            piece = self.value(target, target_ptr)
-        else:
-            piece = self._value(target, target_ptr)
+        first_rule = len(self.rules)
+        try:
+            if target is True or target == {}:
+                piece = self.any_value()
+            elif target is False:
+                piece = None
+            elif not isinstance(target, dict):
+                raise SchemaError("a $ref target must be a schema", target_ptr)
+            elif "$ref" in target or "$dynamicRef" in target:
+                piece = self.value(target, target_ptr)
+            else:
+                piece = self._value(target, target_ptr)
+        except EmptySchemaError:
+            if not self._used_since(sym, first_rule):
+                self._memo[target_ptr] = None  # later references: no instance, without a rule-less nonterminal
+            raise
         if piece is not None:
             self.rules.append((~sym, self.seq([piece])))
+        elif not self._used_since(sym, first_rule):
+            self._memo[target_ptr] = None
+            return None
         return sym
+
+    def _used_since(self, sym: int, first_rule: int) -> bool:
+        """Whether a rule added since ``first_rule`` mentions ``sym`` (a recursive reference)."""
+        return any(sym in rhs for _, rhs in self.rules[first_rule:])
 
     def _value(self, schema: dict, pointer: str):
         if "allOf" in schema:
@@ -246,8 +270,16 @@ class _Builder:
             return self._memo[key]
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
-        piece = self.value(merged, at)
+        first_rule = len(self.rules)
+        try:
+            piece = self.value(merged, at)
+        except EmptySchemaError:
+            if not self._used_since(sym, first_rule):
+                self._memo[key] = None
+            raise
         if piece is None:
+            if not self._used_since(sym, first_rule):
+                self._memo[key] = None
             return None
         self.rules.append((~sym, self.seq([piece])))
         return sym
@@ -280,8 +312,13 @@ class _Builder:
         types = self._types(schema, pointer)
         banned = schema.get("__not_values", [])
         pieces = []
+        first_error = None
         for t in types:
-            piece = self._typed(t, schema, pointer)
+            try:
+                piece = self._typed(t, schema, pointer)
+            except EmptySchemaError as e:  # one type's constraints contradict: that type is dropped
+                first_error = first_error or e
+                continue
             excluded = [v for v in banned if _json_type_of(v) in (t, "integer" if t == "number" else t)]
             if piece is not None and excluded:
                 if not _ast(piece):
@@ -289,6 +326,8 @@ class _Builder:
                 else:
                     piece = boolean.difference(piece, num.alt(*[self._literal(v) for v in excluded]))
             pieces.append(piece)
+        if first_error is not None and all(p is None for p in pieces):
+            raise first_error  # every type is empty: keep the (first) reason
         return self._union(pieces, f"types@{pointer}")
 
     def _union(self, pieces, name: str):
@@ -424,7 +463,7 @@ class _Builder:
         max_len = _int_keyword(schema, "maxLength", None, pointer)
         for key, v in (("minLength", min_len), ("maxLength", max_len)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_len is not None and min_len > max_len:
             raise EmptySchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
         if max_len is not None and max_len > MAX_COUNTED_LENGTH:
@@ -441,7 +480,11 @@ class _Builder:
             parts.append(js.string_of_length(min_len, max_len))
         patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
         for pat in patterns:
-            parts.append(self._pattern_string(pat, pointer + "/pattern"))
+            lang = self._pattern_string(pat, pointer + "/pattern")
+            if lang is None:
+                raise EmptySchemaError(f"pattern {pat!r} can never match (an anchor where the string cannot "
+                                       "start or end)", pointer + "/pattern")
+            parts.append(lang)
         formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
         for fmt in formats if self.opt.formats == "assert" else ():
             if fmt in FORMATS:
@@ -460,25 +503,19 @@ class _Builder:
         return result
 
     def _pattern_string(self, pattern: Any, pointer: str):
-        """Strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search).
-
-        Each top-level alternative keeps its own ``^``/``$``; anchors anywhere else are refused."""
+        """JSON strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search;
+        ``^``/``$`` hold only at the string's start/end, wherever they stand in the pattern).
+        None: no string contains a match (e.g. ``"/^[0-9]{4}$/"``: a ``^`` after a ``/``)."""
         if not isinstance(pattern, str):
             raise SchemaError("pattern must be a string", pointer)
-        anything = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
-        branches = []
         try:
-            for alt in _top_level_alternatives(pattern):
-                start = alt.startswith("^")
-                body = alt[1:] if start else alt
-                end = body.endswith("$") and not _escaped_at_end(body)
-                body = body[:-1] if end else body
-                ast = parse_regex(body, re.ASCII, allow_anchors=False)
-                branches.append(num.cat(*(([] if start else [anything]) + [ast] + ([] if end else [anything]))))
+            ast = parse_search_regex(pattern, re.ASCII)
         except RegexError as e:
             self.refuse("pattern", pointer, str(e).splitlines()[0])
             return js.string_of_length()
-        return num.cat(js.QUOTE, js.spell_decoded(num.alt(*branches)), js.QUOTE)
+        if ast is None:
+            return None
+        return num.cat(js.QUOTE, js.spell_decoded(ast), js.QUOTE)
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
@@ -564,7 +601,7 @@ class _Builder:
         names_schema = schema.get("propertyNames", True)
         name_lang = None  # the JSON spellings every key must have (propertyNames)
         if names_schema not in (True, {}):
-            name_piece = self.value(names_schema, pointer + "/propertyNames")
+            name_piece = self.value_or_empty(names_schema, pointer + "/propertyNames")  # empty: no key at all
             if name_piece is None:
                 name_lang = ("set", ())
             elif not _ast(name_piece):
@@ -577,9 +614,17 @@ class _Builder:
             matching = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
             if matching:
                 sub = siblings(sub, *matching)
-            piece = None if (name_lang is not None and not _key_allowed(name_lang, name)) else \
-                self.value(sub, f"{pointer}/properties/{_esc(name)}")
             is_required = name in required
+            at = f"{pointer}/properties/{_esc(name)}"
+            if name_lang is not None and not _key_allowed(name_lang, name):
+                piece = None
+            elif is_required:
+                try:
+                    piece = self.value(sub, at)
+                except EmptySchemaError as e:
+                    raise EmptySchemaError(f"required property {name!r} can have no valid value ({e})", pointer) from e
+            else:  # an optional property whose schema is empty cannot appear (as if its schema were false)
+                piece = self.value_or_empty(sub, at)
             if piece is None:
                 if is_required:
                     raise EmptySchemaError(f"required property {name!r} can have no valid value", pointer)
@@ -622,12 +667,15 @@ class _Builder:
             if mask == 0:
                 if additional is False:
                     continue
-                value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
-            else:
+                value = self.any_value() if additional is True else \
+                    self.value_or_empty(additional, pointer + "/additionalProperties")
+            else:  # an empty schema here forbids these keys
                 subs = [pats[j][1] for j in range(len(pats)) if mask >> j & 1]
-                value = self.value(subs[0] if len(subs) == 1 else {"allOf": subs},
-                                   f"{pointer}/patternProperties/{_esc(pats[_low_bit(mask)][0])}")
+                value = self.value_or_empty(subs[0] if len(subs) == 1 else {"allOf": subs},
+                                            f"{pointer}/patternProperties/{_esc(pats[_low_bit(mask)][0])}")
             if value is None:
+                continue
+            if any(x is None for x in inside):  # a pattern that no key matches
                 continue
             key = js.string_of_length() if not inside else (inside[0] if len(inside) == 1 else boolean.intersect(*inside))
             if key is not None and name_lang is not None:
@@ -644,10 +692,10 @@ class _Builder:
             return None
         subs = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
         if subs:
-            return self.value(subs[0] if len(subs) == 1 else {"allOf": subs}, pointer + "/patternProperties")
+            return self.value_or_empty(subs[0] if len(subs) == 1 else {"allOf": subs}, pointer + "/patternProperties")
         if additional is False:
             return None
-        return self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
+        return self.any_value() if additional is True else self.value_or_empty(additional, pointer + "/additionalProperties")
 
     def _object_schema_order(self, declared, extra_member, min_p, max_p, pointer: str):
         """``{`` declared members in schema order (optional ones skippable), then extra members ``}``.
@@ -750,13 +798,14 @@ class _Builder:
         max_items = _int_keyword(schema, "maxItems", None, pointer)
         for key, v in (("minItems", min_items), ("maxItems", max_items)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_items is not None and min_items > max_items:
             raise EmptySchemaError(f"minItems {min_items} > maxItems {max_items}", pointer)
         w = self.w()
         comma = [w, num.lit(","), w]
-        prefix_pieces = [self.value(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
-        rest = self.value(items, pointer + "/items")
+        # an empty item schema only limits the length: no element can stand at those positions
+        prefix_pieces = [self.value_or_empty(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
+        rest = self.value_or_empty(items, pointer + "/items")
         contains = schema.get("contains")
         if contains is not None:
             return self._array_contains(schema, prefix_pieces, items, rest, min_items, max_items, pointer)
@@ -998,48 +1047,6 @@ def _multiple_of(k: int):
     accepting = np.zeros(n, dtype=bool)
     accepting[2] = accepting[zero] = accepting[neg_zero] = True
     return ("dfa", DFA(trans=trans, accepting=accepting))
-
-
-def _top_level_alternatives(pattern: str) -> list[str]:
-    """Split a regex at its top-level ``|`` (outside groups, classes and escapes)."""
-    out, depth, cur, i, in_class = [], 0, [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            cur.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":
-                cur.append(c)
-                c = "]"
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            i += 1
-            continue
-        cur.append(c)
-        i += 1
-    out.append("".join(cur))
-    return out
-
-
-def _escaped_at_end(body: str) -> bool:
-    """Whether the final ``$`` of ``body`` is escaped (an odd number of backslashes before it)."""
-    n = 0
-    i = len(body) - 2
-    while i >= 0 and body[i] == "\\":
-        n += 1
-        i -= 1
-    return n % 2 == 1
 
 
 def _json_type_of(v) -> str:
