@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import jsonschema
+import numpy as np
 import pytest
 
 import constrain
@@ -173,6 +174,64 @@ def test_string_lengths_random(seed, index):
         strings = ["".join(rng.choice(ALPHABET) for _ in range(rng.randint(max(0, lo - 2), hi + 2)))
                    for _ in range(30)]
         check_agrees(schema, strings, index)
+
+
+def _string_of(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(n))
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 129), (0, 256), (0, 257), (200, 300), (129, None), (300, 300),
+                                    (0, 1000), (383, 385)])
+def test_long_string_lengths_chunked(lo, hi, index):
+    """Above MAX_DFA_LENGTH the length is counted in LENGTH_CHUNK-character chunks by the grammar:
+    exact at every chunk boundary, with escapes and multi-byte characters."""
+    from constrain.json_schema.compiler import LENGTH_CHUNK as K, MAX_DFA_LENGTH
+
+    assert max(lo, hi or 0) > MAX_DFA_LENGTH
+    rng = random.Random(lo * 7919 + (hi or 0))
+    lengths = {0, 1, K - 1, K, K + 1, 2 * K - 1, 2 * K, 2 * K + 1, 3 * K, lo - 1, lo, lo + 1,
+               (hi or 2 * lo) - 1, hi or 2 * lo, (hi or 2 * lo) + 1}
+    strings = [_string_of(rng, n) for n in sorted(x for x in lengths if x >= 0) for _ in range(2)]
+    schema = {"type": "string", "minLength": lo} if hi is None else {"type": "string", "minLength": lo, "maxLength": hi}
+    check_agrees(schema, strings, index)
+
+
+def test_max_length_32767(index, real_vocab):
+    """JSONSchemaBench's most frequent long bound, inside an object, text and token level."""
+    tok, idx = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {"description": {"type": "string", "maxLength": 32767}}}
+    t0 = time.perf_counter()
+    g = compiled(schema, idx, **SPEC)
+    m = g.matcher()
+    m.fill_bitmask(np.zeros((1, (len(tok) + 31) // 32), dtype=np.int32))
+    assert time.perf_counter() - t0 < 10.0  # ~0.2 s alone; generous for a loaded machine
+    rng = random.Random(32767)
+    text = _string_of(rng, 32767)
+    assert len(text) == 32767
+    v = oracle(schema)
+    for s, want in ((text, True), (text + "a", False), (text[:-1] + "😀", True), (text + "\n", False),
+                    (text[:-1] + '"', True), (text + '"', False)):  # '"' is spelled as two characters
+        inst = {"description": s}
+        assert v.is_valid(inst) == want
+        assert g.accepts_text(dumps(inst)) == want, (len(s), want)
+    assert g.accepts_tokens(tok.encode(dumps({"description": text}), add_special_tokens=False))
+    assert not g.accepts_tokens(tok.encode(dumps({"description": text + "é"}), add_special_tokens=False))
+
+
+def test_long_length_where_a_regular_language_is_needed(index):
+    # next to a pattern the count stays in one DFA: fine up to MAX_DFA_COUNTED_LENGTH ...
+    check_agrees({"type": "string", "maxLength": 200, "pattern": "^a"},
+                 ["a" * 200, "a" * 201, "b" * 10, "a" + "é" * 199, ""], index)
+    check_agrees({"type": "object", "propertyNames": {"type": "string", "maxLength": 150}},
+                 [{"a" * 150: 1}, {"a" * 151: 1}, {}], index)
+    check_agrees({"type": "string", "maxLength": 150, "not": {"enum": ["x"]}}, ["x", "y", "z" * 150, "z" * 151], index)
+    # ... refused above it (a DFA state per character is too large to build)
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "maxLength": 32767, "pattern": "^a"})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "maxLength": 2**31 - 1})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
 
 
 def test_string_length_counts_code_points(index):

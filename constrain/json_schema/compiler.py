@@ -29,7 +29,18 @@ from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.parse import parse_regex, parse_search_regex
 
-MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
+# Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
+# spelling state: ~13 per character). Above it the lexer's subset construction and mask classes
+# cost seconds (4096: ~10-20 s with a 49k vocabulary on 2 cores), so a longer bounded string is
+# split in the grammar: chunks of exactly LENGTH_CHUNK characters (one terminal) counted by
+# nonterminals, then a last terminal with the remainder and the closing quote (see _long_string).
+# That is exact and costs a nonterminal per chunk, so it stops at MAX_COUNTED_LENGTH.
+# Where a regular language is needed (next to pattern/format, under propertyNames or 'not' of
+# string values) the count stays in one DFA, up to MAX_DFA_COUNTED_LENGTH.
+MAX_DFA_LENGTH = 128
+LENGTH_CHUNK = 128
+MAX_DFA_COUNTED_LENGTH = 4096
+MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -87,6 +98,7 @@ class _Builder:
         self._memo: dict[str, int] = {}
         self._merging: set[str] = set()
         self._any: int | None = None
+        self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
 
@@ -315,7 +327,8 @@ class _Builder:
         first_error = None
         for t in types:
             try:
-                piece = self._typed(t, schema, pointer)
+                piece = self._typed(t, schema, pointer, regular=any(
+                    _json_type_of(v) in (t, "integer" if t == "number" else t) for v in banned))
             except EmptySchemaError as e:  # one type's constraints contradict: that type is dropped
                 first_error = first_error or e
                 continue
@@ -352,7 +365,7 @@ class _Builder:
             names = [n for n in names if n != "integer"]
         return names
 
-    def _typed(self, t: str, schema: dict, pointer: str):
+    def _typed(self, t: str, schema: dict, pointer: str, regular: bool = False):
         if t == "null":
             return num.lit("null")
         if t == "boolean":
@@ -360,7 +373,7 @@ class _Builder:
         if t in ("integer", "number"):
             return self._number(schema, pointer, integer=(t == "integer"))
         if t == "string":
-            return self._string(schema, pointer)
+            return self._string(schema, pointer, regular or self._regular)
         if t == "object":
             return self._object(schema, pointer)
         return self._array(schema, pointer)
@@ -458,7 +471,7 @@ class _Builder:
                               pointer)
         return lo, lo_strict, hi, hi_strict
 
-    def _string(self, schema: dict, pointer: str):
+    def _string(self, schema: dict, pointer: str, regular: bool = False):
         min_len = _int_keyword(schema, "minLength", 0, pointer)
         max_len = _int_keyword(schema, "maxLength", None, pointer)
         for key, v in (("minLength", min_len), ("maxLength", max_len)):
@@ -475,17 +488,35 @@ class _Builder:
             self.refuse("minLength", pointer + "/minLength",
                         f"minLength {min_len} is above {MAX_COUNTED_LENGTH}, the largest length enforced exactly")
             min_len = 0
+        patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
+        formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
+        long = (max_len is not None and max_len > MAX_DFA_LENGTH) or min_len > MAX_DFA_LENGTH
+        if long and not regular and not patterns and not (self.opt.formats == "assert" and
+                                                          any(f in FORMATS for f in formats)):
+            for fmt in formats if self.opt.formats == "assert" else ():
+                if fmt in _checked_formats():
+                    self.refuse("format", pointer + "/format",
+                                f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
+            return self._long_string(min_len, max_len)
+        if long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH:
+            # a regular language is needed (intersection with a pattern/format, propertyNames, not):
+            # the count must live in one DFA, a state per character: too large to build
+            key = "maxLength" if max_len is not None and max_len > MAX_DFA_COUNTED_LENGTH else "minLength"
+            self.refuse(key, f"{pointer}/{key}", f"a length above {MAX_DFA_COUNTED_LENGTH} where a regular "
+                                                 "language is needed (with pattern/format, in propertyNames or not)")
+            if key == "maxLength":
+                max_len = None
+            else:
+                min_len = 0
         parts = []
         if min_len or max_len is not None:
             parts.append(js.string_of_length(min_len, max_len))
-        patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
         for pat in patterns:
             lang = self._pattern_string(pat, pointer + "/pattern")
             if lang is None:
                 raise EmptySchemaError(f"pattern {pat!r} can never match (an anchor where the string cannot "
                                        "start or end)", pointer + "/pattern")
             parts.append(lang)
-        formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
         for fmt in formats if self.opt.formats == "assert" else ():
             if fmt in FORMATS:
                 parts.append(_format_string(fmt))
@@ -501,6 +532,34 @@ class _Builder:
         if result is None:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
+
+    def _long_string(self, min_len: int, max_len: int | None):
+        """A JSON string of min_len..max_len characters, counted in LENGTH_CHUNK-character chunks.
+
+        ``chunks_j`` (j whole chunks read so far) -> C chunks_{j+1} | R_j '"', where C is exactly K
+        characters and R_j the remainder length range max(0, lo-jK)..min(K-1, hi-jK). A length L
+        splits uniquely as L = jK + m (m < K), so the grammar is unambiguous and exact. Without
+        maxLength the counting stops once minLength is reached (any characters, then '"')."""
+        key = ("long", min_len, max_len)
+        if key in self._memo:
+            return self._memo[key]
+        k = LENGTH_CHUNK
+        last = max_len // k if max_len is not None else -(-min_len // k)
+        chunk = js.chars(k, k)
+        nxt = None
+        for j in range(last, -1, -1):
+            if max_len is None and j == last:
+                alts = [[js.chars(0, None), js.QUOTE]]
+            else:
+                alts = [[chunk, nxt]] if j < last else []
+                a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
+                if a <= b:
+                    alts.append([js.chars(a, b), js.QUOTE])
+            nxt = self.rule(f"chars{j * k}+", alts)
+            assert nxt is not None
+        sym = self.rule(f"string{min_len}..{max_len}", [[js.QUOTE, nxt]])
+        self._memo[key] = sym
+        return sym
 
     def _pattern_string(self, pattern: Any, pointer: str):
         """JSON strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search;
@@ -601,7 +660,11 @@ class _Builder:
         names_schema = schema.get("propertyNames", True)
         name_lang = None  # the JSON spellings every key must have (propertyNames)
         if names_schema not in (True, {}):
-            name_piece = self.value_or_empty(names_schema, pointer + "/propertyNames")  # empty: no key at all
+            self._regular, was = True, self._regular
+            try:
+                name_piece = self.value_or_empty(names_schema, pointer + "/propertyNames")  # empty: no key at all
+            finally:
+                self._regular = was
             if name_piece is None:
                 name_lang = ("set", ())
             elif not _ast(name_piece):
