@@ -630,7 +630,7 @@ def test_empty_sub_schema_in_optional_position(schema, index):
 @pytest.mark.parametrize("schema, pointer, words", [
     ({"type": "object", "properties": {"builtin": _EMPTY_ENUM}, "required": ["builtin"]}, "#", "'builtin'"),
     ({"type": "array", "items": _EMPTY_INT, "minItems": 1}, "#", "no instance"),
-    ({"anyOf": [_EMPTY_INT, _EMPTY_ENUM]}, "#", "no instance"),
+    ({"anyOf": [_EMPTY_INT, _EMPTY_ENUM]}, "#/anyOf", "every anyOf branch is empty"),
     ({"type": ["string", "integer"], "minLength": 5, "maxLength": 2, "minimum": 3, "maximum": 1}, "#", "minLength"),
     ({"type": "object", "properties": {"p": {"type": "object", "properties": {"q": _EMPTY_ENUM},
                                              "required": ["q"]}}, "required": ["p"]}, "#", "'p'"),

@@ -307,12 +307,16 @@ class _Builder:
                     self.refuse("oneOf", f"{pointer}/oneOf",
                                 "branches may overlap, and 'exactly one' cannot be enforced by a grammar")
                 pieces = []
+                first_error = None
                 for i, b in enumerate(branches):
                     at = f"{pointer}/{key}/{i}"
                     try:  # through value()/_merged_value(), so recursive $ref branches are memoised
                         pieces.append(self._merged_value([b, rest], pointer, at) if rest else self.value(b, at))
-                    except EmptySchemaError:
+                    except EmptySchemaError as e:
+                        first_error = first_error or e
                         pieces.append(None)  # a contradictory branch matches nothing
+                if first_error is not None and all(p is None for p in pieces):
+                    raise EmptySchemaError(f"every {key} branch is empty (first: {first_error})", f"{pointer}/{key}")
                 return self._union(pieces, f"{key}@{pointer}")
         rewritten = self._rewrite_conditionals(schema, pointer)
         if rewritten is not None:
