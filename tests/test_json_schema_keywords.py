@@ -17,6 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import jsonschema
+import numpy as np
 import pytest
 
 import constrain
@@ -175,6 +176,64 @@ def test_string_lengths_random(seed, index):
         check_agrees(schema, strings, index)
 
 
+def _string_of(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(ALPHABET) for _ in range(n))
+
+
+@pytest.mark.parametrize("lo, hi", [(0, 129), (0, 256), (0, 257), (200, 300), (129, None), (300, 300),
+                                    (0, 1000), (383, 385)])
+def test_long_string_lengths_chunked(lo, hi, index):
+    """Above MAX_DFA_LENGTH the length is counted in LENGTH_CHUNK-character chunks by the grammar:
+    exact at every chunk boundary, with escapes and multi-byte characters."""
+    from constrain.json_schema.compiler import LENGTH_CHUNK as K, MAX_DFA_LENGTH
+
+    assert max(lo, hi or 0) > MAX_DFA_LENGTH
+    rng = random.Random(lo * 7919 + (hi or 0))
+    lengths = {0, 1, K - 1, K, K + 1, 2 * K - 1, 2 * K, 2 * K + 1, 3 * K, lo - 1, lo, lo + 1,
+               (hi or 2 * lo) - 1, hi or 2 * lo, (hi or 2 * lo) + 1}
+    strings = [_string_of(rng, n) for n in sorted(x for x in lengths if x >= 0) for _ in range(2)]
+    schema = {"type": "string", "minLength": lo} if hi is None else {"type": "string", "minLength": lo, "maxLength": hi}
+    check_agrees(schema, strings, index)
+
+
+def test_max_length_32767(index, real_vocab):
+    """JSONSchemaBench's most frequent long bound, inside an object, text and token level."""
+    tok, idx = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {"description": {"type": "string", "maxLength": 32767}}}
+    t0 = time.perf_counter()
+    g = compiled(schema, idx, **SPEC)
+    m = g.matcher()
+    m.fill_bitmask(np.zeros((1, (len(tok) + 31) // 32), dtype=np.int32))
+    assert time.perf_counter() - t0 < 10.0  # ~0.2 s alone; generous for a loaded machine
+    rng = random.Random(32767)
+    text = _string_of(rng, 32767)
+    assert len(text) == 32767
+    v = oracle(schema)
+    for s, want in ((text, True), (text + "a", False), (text[:-1] + "😀", True), (text + "\n", False),
+                    (text[:-1] + '"', True), (text + '"', False)):  # '"' is spelled as two characters
+        inst = {"description": s}
+        assert v.is_valid(inst) == want
+        assert g.accepts_text(dumps(inst)) == want, (len(s), want)
+    assert g.accepts_tokens(tok.encode(dumps({"description": text}), add_special_tokens=False))
+    assert not g.accepts_tokens(tok.encode(dumps({"description": text + "é"}), add_special_tokens=False))
+
+
+def test_long_length_where_a_regular_language_is_needed(index):
+    # next to a pattern the count stays in one DFA: fine up to MAX_DFA_COUNTED_LENGTH ...
+    check_agrees({"type": "string", "maxLength": 200, "pattern": "^a"},
+                 ["a" * 200, "a" * 201, "b" * 10, "a" + "é" * 199, ""], index)
+    check_agrees({"type": "object", "propertyNames": {"type": "string", "maxLength": 150}},
+                 [{"a" * 150: 1}, {"a" * 151: 1}, {}], index)
+    check_agrees({"type": "string", "maxLength": 150, "not": {"enum": ["x"]}}, ["x", "y", "z" * 150, "z" * 151], index)
+    # ... refused above it (a DFA state per character is too large to build)
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "maxLength": 32767, "pattern": "^a"})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "maxLength": 2**31 - 1})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
+
+
 def test_string_length_counts_code_points(index):
     g = compiled({"type": "string", "minLength": 2, "maxLength": 2}, index, **SPEC)
     assert g.accepts_text(dumps("😀😀"))  # 2 code points, 8 UTF-8 bytes
@@ -205,6 +264,43 @@ def test_pattern_unanchored_semantics(pattern, index):
     strings = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 6))) for _ in range(80)]
     strings += ["", "a", "b", "ab", "ba", "abc", "xyz", "foobaz", "123", "12.34", "zzz"]
     check_agrees({"type": "string", "pattern": pattern}, strings, index)
+
+
+INNER_ANCHORS = ["^([^,]|$)", "(^a|^b|c_)", "(^ab)|(^x(yz)+)", "^$[a-c]*$", "(^$)|(^a{2}$)", "(a|^)b",
+                 "b(c|$)", "(^|x)(a|$)", "(^a)?b", "(^a|b){2}", "((^a)|b)c", "(?:a$)|(?:^b)", "x^", "$^",
+                 "(^\\d{2}(-\\d)?$)|(^x$)"]
+
+
+@pytest.mark.parametrize("pattern", INNER_ANCHORS)
+def test_pattern_anchors_inside_groups(pattern, index):
+    """^ and $ anywhere (ECMA-262, no multiline): ^ holds only at the start, $ only at the end."""
+    rng = random.Random(pattern)
+    pieces = ["a", "b", "c", "x", "yz", ",", "1", "23", "-", "é"]
+    strings = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(80)]
+    strings += ["", "a", "b", "ab", "ba", "abc", "xyz", "aa", "12", "12-3", "x", ",", "a,", "c_", "bc", "xa"]
+    # in an optional property: a pattern that can never match only keeps the property out
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": pattern}}}
+    check_agrees(schema, [{}] + [{"p": x} for x in strings], index)
+
+
+def test_pattern_that_can_never_match(index):
+    """JSONSchemaBench o21833: a regex literal with slashes, /^[0-9]{4}$/, has ^ after a '/'."""
+    from constrain.json_schema.errors import EmptySchemaError
+
+    schema = {"type": "object", "properties": {"year": {"type": "string", "pattern": "/^[0-9]{4}$/"}}}
+    check_agrees(schema, [{}, {"year": "2001"}, {"year": "/2001/"}, {"year": "/^2001$/"}, {"other": 1}], index)
+    with pytest.raises(EmptySchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "pattern": "/^[0-9]{4}$/"})
+    assert e.value.pointer == "#/pattern"
+    check_agrees({"type": "object", "patternProperties": {"a^": {"type": "integer"}}},
+                 [{}, {"a": "s"}, {"a^": "s"}, {"xa": 1}], index)
+
+
+def test_pattern_anchor_in_unbounded_repetition_is_refused():
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "pattern": "(^a)*b"})
+    assert e.value.keyword == "pattern" and e.value.pointer == "#/pattern"
+    assert "repetition" in str(e.value)
 
 
 def test_pattern_dollar_is_end_of_string_not_before_newline(index):
@@ -494,6 +590,58 @@ def test_one_of_disjoint(index):
     ]}
     check_agrees(tagged, [{"t": "a", "n": 1}, {"t": "b", "s": "x"}, {"t": "c"}, {"t": "a", "n": "x"}, {}],
                  index, strict=True)
+
+
+# --------------------------------------------------------------------------- empty sub-schemas
+
+_EMPTY_ENUM = {"enum": ["A", "B"], "type": "object"}  # no enum value is an object (JSONSchemaBench o31109)
+_EMPTY_INT = {"type": "integer", "minimum": 3, "maximum": 1}
+_EMPTY_INSTANCES = [{}, {"a": 1}, {"builtin": "A"}, {"builtin": {}}, {"builtin": None}, {"x": 1}, {"x": "s"},
+                    {"a": "s"}, {"xa": 1}, {"xa": "s"}, [], [1], [1, 2], ["s"], [None], [[]], 1, "A", None, 2.5]
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"builtin": _EMPTY_ENUM, "a": {"type": "integer"}}},
+    {"properties": {"builtin": _EMPTY_ENUM}},  # untyped: non-objects stay valid
+    {"type": "object", "properties": {"builtin": {"$ref": "#/$defs/e"}, "a": {"$ref": "#/$defs/e"}},
+     "$defs": {"e": _EMPTY_INT}},  # one empty $ref target used twice
+    {"type": "object", "properties": {"builtin": {"allOf": [{"type": "string"}, {"type": "integer"}]}}},
+    {"type": "object", "additionalProperties": _EMPTY_INT},  # no extra key can appear
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": _EMPTY_ENUM},
+    {"type": "object", "patternProperties": {"^x": _EMPTY_INT}},  # keys starting with x are forbidden
+    {"type": "object", "propertyNames": _EMPTY_INT},  # no key at all
+    {"anyOf": [_EMPTY_INT, {"type": "string"}, {"type": "array", "items": _EMPTY_ENUM}]},
+    {"oneOf": [_EMPTY_ENUM, {"type": "integer"}]},
+    {"type": "array", "items": _EMPTY_INT},  # only []
+    {"type": "array", "prefixItems": [{"type": "integer"}, _EMPTY_INT]},  # at most one item
+    {"$schema": "http://json-schema.org/draft-07/schema#", "type": "array",
+     "items": [{"type": "integer"}, _EMPTY_ENUM], "additionalItems": {"type": "string"}},  # draft 7 tuple form
+    {"type": ["string", "integer"], "minLength": 5, "maxLength": 2},  # the string type is empty
+    {"type": ["object", "integer"], "properties": {"a": _EMPTY_INT}, "required": ["a"]},
+    {"type": "object", "properties": {"p": {"type": "object", "properties": {"q": _EMPTY_ENUM},
+                                            "required": ["q"]}}},  # required inside an optional property
+])
+def test_empty_sub_schema_in_optional_position(schema, index):
+    """An unsatisfiable sub-schema where nothing forces an instance only removes what it would match."""
+    check_agrees(schema, _EMPTY_INSTANCES, index)
+    check_agrees(schema, _EMPTY_INSTANCES, index, property_order="any")
+
+
+@pytest.mark.parametrize("schema, pointer, words", [
+    ({"type": "object", "properties": {"builtin": _EMPTY_ENUM}, "required": ["builtin"]}, "#", "'builtin'"),
+    ({"type": "array", "items": _EMPTY_INT, "minItems": 1}, "#", "no instance"),
+    ({"anyOf": [_EMPTY_INT, _EMPTY_ENUM]}, "#/anyOf", "every anyOf branch is empty"),
+    ({"type": ["string", "integer"], "minLength": 5, "maxLength": 2, "minimum": 3, "maximum": 1}, "#", "minLength"),
+    ({"type": "object", "properties": {"p": {"type": "object", "properties": {"q": _EMPTY_ENUM},
+                                             "required": ["q"]}}, "required": ["p"]}, "#", "'p'"),
+])
+def test_empty_sub_schema_in_required_position(schema, pointer, words):
+    from constrain.json_schema.errors import EmptySchemaError
+
+    with pytest.raises(EmptySchemaError) as e:
+        Grammar.from_json_schema(schema, **SPEC)
+    assert e.value.pointer == pointer and words in str(e.value), str(e.value)
+    assert not any(oracle(schema).is_valid(x) for x in _EMPTY_INSTANCES)
 
 
 def test_not_types(index):

@@ -27,9 +27,20 @@ from constrain.json_schema.formats import FORMATS
 from constrain.json_schema.merge import _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
-from constrain.regex.parse import parse_regex
+from constrain.regex.parse import parse_regex, parse_search_regex
 
-MAX_COUNTED_LENGTH = 4096  # longest minLength/maxLength compiled exactly (a DFA state per character)
+# Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
+# spelling state: ~13 per character). Above it the lexer's subset construction and mask classes
+# cost seconds (4096: ~10-20 s with a 49k vocabulary on 2 cores), so a longer bounded string is
+# split in the grammar: chunks of exactly LENGTH_CHUNK characters (one terminal) counted by
+# nonterminals, then a last terminal with the remainder and the closing quote (see _long_string).
+# That is exact and costs a nonterminal per chunk, so it stops at MAX_COUNTED_LENGTH.
+# Where a regular language is needed (next to pattern/format, under propertyNames or 'not' of
+# string values) the count stays in one DFA, up to MAX_DFA_COUNTED_LENGTH.
+MAX_DFA_LENGTH = 128
+LENGTH_CHUNK = 128
+MAX_DFA_COUNTED_LENGTH = 4096
+MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
 MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
@@ -96,6 +107,7 @@ class _Builder:
         self._any: int | None = None
         self._negating = 0  # depth of _negate_in through $ref/allOf (recursive schemas)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
+        self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
 
@@ -151,6 +163,17 @@ class _Builder:
 
     def w(self):
         return self.ws if self.ws is not None else num.EMPTY
+
+    def value_or_empty(self, schema: Any, pointer: str):
+        """``value`` where an unsatisfiable schema is not an error but "no instance" (None).
+
+        Used where the sub-schema's position is optional (an optional property, extra keys, array
+        items, one of several types or branches): there the only consequence is that nothing can
+        appear in that position, exactly as if the sub-schema were ``false``."""
+        try:
+            return self.value(schema, pointer)
+        except EmptySchemaError:
+            return None
 
     def refuse(self, keyword: str, pointer: str, why: str = "") -> None:
         if self.opt.unsupported == "error" or self._must_refuse:
@@ -208,19 +231,32 @@ class _Builder:
         # a nonterminal first, so that recursive references end at it
         sym = self.new_nt(f"ref:{target_ptr}")
         self._memo[target_ptr] = sym
-        if target is True or target == {}:
-            piece = self.any_value()
-        elif target is False:
-            piece = None
-        elif not isinstance(target, dict):
-            raise SchemaError("a $ref target must be a schema", target_ptr)
-        elif "$ref" in target or "$dynamicRef" in target:
-            piece = self.value(target, target_ptr)
-        else:
-            piece = self._value(target, target_ptr)
+        first_rule = len(self.rules)
+        try:
+            if target is True or target == {}:
+                piece = self.any_value()
+            elif target is False:
+                piece = None
+            elif not isinstance(target, dict):
+                raise SchemaError("a $ref target must be a schema", target_ptr)
+            elif "$ref" in target or "$dynamicRef" in target:
+                piece = self.value(target, target_ptr)
+            else:
+                piece = self._value(target, target_ptr)
+        except EmptySchemaError:
+            if not self._used_since(sym, first_rule):
+                self._memo[target_ptr] = None  # later references: no instance, without a rule-less nonterminal
+            raise
         if piece is not None:
             self.rules.append((~sym, self.seq([piece])))
+        elif not self._used_since(sym, first_rule):
+            self._memo[target_ptr] = None
+            return None
         return sym
+
+    def _used_since(self, sym: int, first_rule: int) -> bool:
+        """Whether a rule added since ``first_rule`` mentions ``sym`` (a recursive reference)."""
+        return any(sym in rhs for _, rhs in self.rules[first_rule:])
 
     def _value(self, schema: dict, pointer: str):
         if "allOf" in schema:
@@ -255,13 +291,16 @@ class _Builder:
             return self._memo[key]
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
+        first_rule = len(self.rules)
         try:
             piece = self.value(merged, at)
         except EmptySchemaError:
-            del self._memo[key]  # the next use must not get the rule-less nonterminal
+            if not self._used_since(sym, first_rule):
+                self._memo[key] = None
             raise
         if piece is None:
-            self._memo[key] = None  # empty: the next use must not get the rule-less nonterminal
+            if not self._used_since(sym, first_rule):
+                self._memo[key] = None
             return None
         self.rules.append((~sym, self.seq([piece])))
         return sym
@@ -277,12 +316,16 @@ class _Builder:
                 if key == "oneOf" and not self._disjoint(branches, pointer):
                     numbered = self._exclusive_branches(branches, rest, pointer)
                 pieces = []
+                first_error = None
                 for i, b in numbered:
                     at = f"{pointer}/{key}/{i}"
                     try:  # through value()/_merged_value(), so recursive $ref branches are memoised
                         pieces.append(self._merged_value([b, rest], pointer, at) if rest else self.value(b, at))
-                    except EmptySchemaError:
+                    except EmptySchemaError as e:
+                        first_error = first_error or e
                         pieces.append(None)  # a contradictory branch matches nothing
+                if first_error is not None and all(p is None for p in pieces):
+                    raise EmptySchemaError(f"every {key} branch is empty (first: {first_error})", f"{pointer}/{key}")
                 return self._union(pieces, f"{key}@{pointer}")
         rewritten = self._rewrite_conditionals(schema, pointer)
         if rewritten is not None:
@@ -294,8 +337,14 @@ class _Builder:
         types = self._types(schema, pointer)
         banned = schema.get("__not_values", [])
         pieces = []
+        first_error = None
         for t in types:
-            piece = self._typed(t, schema, pointer)
+            try:
+                piece = self._typed(t, schema, pointer, regular=any(
+                    _json_type_of(v) in (t, "integer" if t == "number" else t) for v in banned))
+            except EmptySchemaError as e:  # one type's constraints contradict: that type is dropped
+                first_error = first_error or e
+                continue
             excluded = [v for v in banned if _json_type_of(v) in (t, "integer" if t == "number" else t)]
             if piece is not None and excluded:
                 if not _ast(piece):
@@ -303,6 +352,8 @@ class _Builder:
                 else:
                     piece = boolean.difference(piece, num.alt(*[self._literal(v, "superset") for v in excluded]))
             pieces.append(piece)
+        if first_error is not None and all(p is None for p in pieces):
+            raise first_error  # every type is empty: keep the (first) reason
         return self._union(pieces, f"types@{pointer}")
 
     def _union(self, pieces, name: str):
@@ -327,7 +378,7 @@ class _Builder:
             names = [n for n in names if n != "integer"]
         return names
 
-    def _typed(self, t: str, schema: dict, pointer: str):
+    def _typed(self, t: str, schema: dict, pointer: str, regular: bool = False):
         if t == "null":
             return num.lit("null")
         if t == "boolean":
@@ -335,7 +386,7 @@ class _Builder:
         if t in ("integer", "number"):
             return self._number(schema, pointer, integer=(t == "integer"))
         if t == "string":
-            return self._string(schema, pointer)
+            return self._string(schema, pointer, regular or self._regular)
         if t == "object":
             return self._object(schema, pointer)
         return self._array(schema, pointer)
@@ -433,12 +484,12 @@ class _Builder:
                               pointer)
         return lo, lo_strict, hi, hi_strict
 
-    def _string(self, schema: dict, pointer: str):
+    def _string(self, schema: dict, pointer: str, regular: bool = False):
         min_len = _int_keyword(schema, "minLength", 0, pointer)
         max_len = _int_keyword(schema, "maxLength", None, pointer)
         for key, v in (("minLength", min_len), ("maxLength", max_len)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_len is not None and min_len > max_len:
             raise EmptySchemaError(f"minLength {min_len} > maxLength {max_len}: no string satisfies both", pointer)
         if max_len is not None and max_len > MAX_COUNTED_LENGTH:
@@ -450,13 +501,35 @@ class _Builder:
             self.refuse("minLength", pointer + "/minLength",
                         f"minLength {min_len} is above {MAX_COUNTED_LENGTH}, the largest length enforced exactly")
             min_len = 0
+        patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
+        formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
+        long = (max_len is not None and max_len > MAX_DFA_LENGTH) or min_len > MAX_DFA_LENGTH
+        if long and not regular and not patterns and not (self.opt.formats == "assert" and
+                                                          any(f in FORMATS for f in formats)):
+            for fmt in formats if self.opt.formats == "assert" else ():
+                if fmt in _checked_formats():
+                    self.refuse("format", pointer + "/format",
+                                f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
+            return self._long_string(min_len, max_len)
+        if long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH:
+            # a regular language is needed (intersection with a pattern/format, propertyNames, not):
+            # the count must live in one DFA, a state per character: too large to build
+            key = "maxLength" if max_len is not None and max_len > MAX_DFA_COUNTED_LENGTH else "minLength"
+            self.refuse(key, f"{pointer}/{key}", f"a length above {MAX_DFA_COUNTED_LENGTH} where a regular "
+                                                 "language is needed (with pattern/format, in propertyNames or not)")
+            if key == "maxLength":
+                max_len = None
+            else:
+                min_len = 0
         parts = []
         if min_len or max_len is not None:
             parts.append(js.string_of_length(min_len, max_len))
-        patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
         for pat in patterns:
-            parts.append(self._pattern_string(pat, pointer + "/pattern"))
-        formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
+            lang = self._pattern_string(pat, pointer + "/pattern")
+            if lang is None:
+                raise EmptySchemaError(f"pattern {pat!r} can never match (an anchor where the string cannot "
+                                       "start or end)", pointer + "/pattern")
+            parts.append(lang)
         for fmt in formats if self.opt.formats == "assert" else ():
             if fmt in FORMATS:
                 parts.append(_format_string(fmt))
@@ -473,26 +546,48 @@ class _Builder:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
 
-    def _pattern_string(self, pattern: Any, pointer: str):
-        """Strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search).
+    def _long_string(self, min_len: int, max_len: int | None):
+        """A JSON string of min_len..max_len characters, counted in LENGTH_CHUNK-character chunks.
 
-        Each top-level alternative keeps its own ``^``/``$``; anchors anywhere else are refused."""
+        ``chunks_j`` (j whole chunks read so far) -> C chunks_{j+1} | R_j '"', where C is exactly K
+        characters and R_j the remainder length range max(0, lo-jK)..min(K-1, hi-jK). A length L
+        splits uniquely as L = jK + m (m < K), so the grammar is unambiguous and exact. Without
+        maxLength the counting stops once minLength is reached (any characters, then '"')."""
+        key = ("long", min_len, max_len)
+        if key in self._memo:
+            return self._memo[key]
+        k = LENGTH_CHUNK
+        last = max_len // k if max_len is not None else -(-min_len // k)
+        chunk = js.chars(k, k)
+        nxt = None
+        for j in range(last, -1, -1):
+            if max_len is None and j == last:
+                alts = [[js.chars(0, None), js.QUOTE]]
+            else:
+                alts = [[chunk, nxt]] if j < last else []
+                a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
+                if a <= b:
+                    alts.append([js.chars(a, b), js.QUOTE])
+            nxt = self.rule(f"chars{j * k}+", alts)
+            assert nxt is not None
+        sym = self.rule(f"string{min_len}..{max_len}", [[js.QUOTE, nxt]])
+        self._memo[key] = sym
+        return sym
+
+    def _pattern_string(self, pattern: Any, pointer: str):
+        """JSON strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search;
+        ``^``/``$`` hold only at the string's start/end, wherever they stand in the pattern).
+        None: no string contains a match (e.g. ``"/^[0-9]{4}$/"``: a ``^`` after a ``/``)."""
         if not isinstance(pattern, str):
             raise SchemaError("pattern must be a string", pointer)
-        anything = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
-        branches = []
         try:
-            for alt in _top_level_alternatives(pattern):
-                start = alt.startswith("^")
-                body = alt[1:] if start else alt
-                end = body.endswith("$") and not _escaped_at_end(body)
-                body = body[:-1] if end else body
-                ast = parse_regex(body, re.ASCII, allow_anchors=False)
-                branches.append(num.cat(*(([] if start else [anything]) + [ast] + ([] if end else [anything]))))
+            ast = parse_search_regex(pattern, re.ASCII)
         except RegexError as e:
             self.refuse("pattern", pointer, str(e).splitlines()[0])
             return js.string_of_length()
-        return num.cat(js.QUOTE, js.spell_decoded(num.alt(*branches)), js.QUOTE)
+        if ast is None:
+            return None
+        return num.cat(js.QUOTE, js.spell_decoded(ast), js.QUOTE)
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
@@ -595,7 +690,11 @@ class _Builder:
         names_schema = schema.get("propertyNames", True)
         name_lang = None  # the JSON spellings every key must have (propertyNames)
         if names_schema not in (True, {}):
-            name_piece = self.value(names_schema, pointer + "/propertyNames")
+            self._regular, was = True, self._regular
+            try:
+                name_piece = self.value_or_empty(names_schema, pointer + "/propertyNames")  # empty: no key at all
+            finally:
+                self._regular = was
             if name_piece is None:
                 name_lang = ("set", ())
             elif not _ast(name_piece):
@@ -608,9 +707,17 @@ class _Builder:
             matching = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
             if matching:
                 sub = siblings(sub, *matching)
-            piece = None if (name_lang is not None and not _key_allowed(name_lang, name)) else \
-                self.value(sub, f"{pointer}/properties/{_esc(name)}")
             is_required = name in required
+            at = f"{pointer}/properties/{_esc(name)}"
+            if name_lang is not None and not _key_allowed(name_lang, name):
+                piece = None
+            elif is_required:
+                try:
+                    piece = self.value(sub, at)
+                except EmptySchemaError as e:
+                    raise EmptySchemaError(f"required property {name!r} can have no valid value ({e})", pointer) from e
+            else:  # an optional property whose schema is empty cannot appear (as if its schema were false)
+                piece = self.value_or_empty(sub, at)
             if piece is None:
                 if is_required:
                     raise EmptySchemaError(f"required property {name!r} can have no valid value", pointer)
@@ -653,12 +760,15 @@ class _Builder:
             if mask == 0:
                 if additional is False:
                     continue
-                value = self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
-            else:
+                value = self.any_value() if additional is True else \
+                    self.value_or_empty(additional, pointer + "/additionalProperties")
+            else:  # an empty schema here forbids these keys
                 subs = [pats[j][1] for j in range(len(pats)) if mask >> j & 1]
-                value = self.value(subs[0] if len(subs) == 1 else {"allOf": subs},
-                                   f"{pointer}/patternProperties/{_esc(pats[_low_bit(mask)][0])}")
+                value = self.value_or_empty(subs[0] if len(subs) == 1 else {"allOf": subs},
+                                            f"{pointer}/patternProperties/{_esc(pats[_low_bit(mask)][0])}")
             if value is None:
+                continue
+            if any(x is None for x in inside):  # a pattern that no key matches
                 continue
             key = js.string_of_length() if not inside else (inside[0] if len(inside) == 1 else boolean.intersect(*inside))
             if key is not None and name_lang is not None:
@@ -675,10 +785,10 @@ class _Builder:
             return None
         subs = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
         if subs:
-            return self.value(subs[0] if len(subs) == 1 else {"allOf": subs}, pointer + "/patternProperties")
+            return self.value_or_empty(subs[0] if len(subs) == 1 else {"allOf": subs}, pointer + "/patternProperties")
         if additional is False:
             return None
-        return self.any_value() if additional is True else self.value(additional, pointer + "/additionalProperties")
+        return self.any_value() if additional is True else self.value_or_empty(additional, pointer + "/additionalProperties")
 
     def _object_schema_order(self, declared, extra_member, min_p, max_p, pointer: str):
         """``{`` declared members in schema order (optional ones skippable), then extra members ``}``.
@@ -781,13 +891,14 @@ class _Builder:
         max_items = _int_keyword(schema, "maxItems", None, pointer)
         for key, v in (("minItems", min_items), ("maxItems", max_items)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise EmptySchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
         if max_items is not None and min_items > max_items:
             raise EmptySchemaError(f"minItems {min_items} > maxItems {max_items}", pointer)
         w = self.w()
         comma = [w, num.lit(","), w]
-        prefix_pieces = [self.value(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
-        rest = self.value(items, pointer + "/items")
+        # an empty item schema only limits the length: no element can stand at those positions
+        prefix_pieces = [self.value_or_empty(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
+        rest = self.value_or_empty(items, pointer + "/items")
         contains = schema.get("contains")
         if contains is not None:
             return self._array_contains(schema, prefix_pieces, items, rest, min_items, max_items, pointer)
@@ -1226,48 +1337,6 @@ def _multiple_of(k: int):
     accepting = np.zeros(n, dtype=bool)
     accepting[2] = accepting[zero] = accepting[neg_zero] = True
     return ("dfa", DFA(trans=trans, accepting=accepting))
-
-
-def _top_level_alternatives(pattern: str) -> list[str]:
-    """Split a regex at its top-level ``|`` (outside groups, classes and escapes)."""
-    out, depth, cur, i, in_class = [], 0, [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            cur.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":
-                cur.append(c)
-                c = "]"
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            i += 1
-            continue
-        cur.append(c)
-        i += 1
-    out.append("".join(cur))
-    return out
-
-
-def _escaped_at_end(body: str) -> bool:
-    """Whether the final ``$`` of ``body`` is escaped (an odd number of backslashes before it)."""
-    n = 0
-    i = len(body) - 2
-    while i >= 0 and body[i] == "\\":
-        n += 1
-        i -= 1
-    return n % 2 == 1
 
 
 def _json_type_of(v) -> str:

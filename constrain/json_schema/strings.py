@@ -106,6 +106,26 @@ def string_of_length(min_len: int = 0, max_len: int | None = None):
     return cat(QUOTE, ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len)), QUOTE)
 
 
+_BODIES: dict[tuple[int, int | None], tuple] = {}
+
+
+def chars(min_len: int, max_len: int | None):
+    """The spelled body (no quotes) of min_len..max_len decoded characters; one AST per bounds
+    (so that equal bounds give one lexer terminal)."""
+    global _CHAR_DFA
+    key = (min_len, max_len)
+    if key not in _BODIES:
+        if max_len is None or max_len <= 16:
+            _BODIES[key] = rep(ANY_CHAR, min_len, max_len)
+        else:
+            from constrain.regex.counted import prefix_free_dfa, repeat_dfa
+
+            if _CHAR_DFA is None:
+                _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
+            _BODIES[key] = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len))
+    return _BODIES[key]
+
+
 def spell_decoded(node):
     """Map a regex AST over decoded characters to the AST of its JSON spellings (string body)."""
     kind = node[0]

@@ -301,3 +301,146 @@ def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
     conv = _Converter(pattern, tree.state.flags)
     conv.allow_anchors = allow_anchors
     return conv.seq(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags, True, True)
+
+
+# --------------------------------------------------------------------------- search semantics
+
+_ANYTHING: Node = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
+
+
+def _has_anchor(items) -> bool:
+    """Whether a parsed (sub)pattern contains ^, $, \\A, \\Z or a word boundary anywhere."""
+    for op, av in items:
+        if op == sre_c.AT:
+            return True
+        if op == sre_c.BRANCH and any(_has_anchor(b) for b in av[1]):
+            return True
+        if op == sre_c.SUBPATTERN and _has_anchor(av[3]):
+            return True
+        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT) and _has_anchor(av[2]):
+            return True
+    return False
+
+
+def _alt2(a: Node | None, b: Node | None) -> Node | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return ("alt", (a, b))
+
+
+def _cat2(a: Node, b: Node) -> Node:
+    parts = (a[1] if a[0] == "cat" else (a,)) + (b[1] if b[0] == "cat" else (b,))
+    return parts[0] if len(parts) == 1 else ("cat", parts)
+
+
+def _only_empty(node: Node | None) -> Node | None:
+    """``node`` ∩ {empty string}."""
+    from constrain.regex.ast import accepts_empty
+
+    return EMPTY if node is not None and accepts_empty(node) else None
+
+
+class _SearchConverter(_Converter):
+    """Anchors with ECMA-262 ``RegExp.prototype.test`` semantics (no multiline): ``^`` holds only at
+    the start of the subject, ``$`` only at its end, wherever they stand in the pattern.
+
+    Every (sub)pattern becomes a table ``{(b, e): language}``: the strings its paths consume
+    whose anchors are consistent inside the path (nothing consumed before one of its ``^`` or
+    after one of its ``$``), keyed by whether the path holds a ``^`` (b) and a ``$`` (e).
+    Then a subject contains a match iff it is in  .*T00.*  |  T10.*  |  .*T01  |  T11.
+    """
+
+    def table(self, items, f: int) -> dict:
+        items = list(items)
+        if not _has_anchor(items):
+            return {(False, False): self.seq(items, f, False, False)}
+        acc = {(False, False): EMPTY}
+        run: list = []  # anchor-free items, converted together
+        for op, av in items + [(None, None)]:
+            if op is not None and not _has_anchor([(op, av)]):
+                run.append((op, av))
+                continue
+            if run:
+                acc = self._cat_tables(acc, {(False, False): self.seq(run, f, False, False)})
+                run = []
+            if op is not None:
+                acc = self._cat_tables(acc, self.item_table(op, av, f))
+        return acc
+
+    def item_table(self, op, av, f: int) -> dict:
+        if op == sre_c.AT:
+            if av in _BEGIN_ANCHORS:
+                return {(True, False): EMPTY}
+            if av in _END_ANCHORS:
+                return {(False, True): EMPTY}
+            raise self.error("word boundary (\\b or \\B)", "boundary")
+        if op == sre_c.BRANCH:
+            out: dict = {}
+            for b in av[1]:
+                for k, v in self.table(b, f).items():
+                    out[k] = _alt2(out.get(k), v)
+            return out
+        if op == sre_c.SUBPATTERN:
+            _group, add_flags, del_flags, sub = av
+            return self.table(sub, (f | add_flags) & ~del_flags)
+        if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
+            lo, hi, sub = av
+            hi = None if hi == sre_c.MAXREPEAT else hi
+            body = self.table(sub, f)
+            if hi is not None and hi <= 4:  # small bounded repetition: unrolled, exact
+                acc = {(False, False): EMPTY}
+                for i in range(hi):
+                    step = body if i < lo else {**body, (False, False): _alt2(body.get((False, False)), EMPTY)}
+                    acc = self._cat_tables(acc, step)
+                return acc
+            raise self.error("an anchor inside a repetition", "begin")
+        raise AssertionError(op)  # anchor-free items never get here
+
+    @staticmethod
+    def _cat_tables(t1: dict, t2: dict) -> dict:
+        out: dict = {}
+        for (b1, e1), x1 in t1.items():
+            for (b2, e2), x2 in t2.items():
+                if x1 is None or x2 is None:
+                    continue
+                a = _only_empty(x1) if b2 else x1  # a ^ later in the path: nothing consumed before it
+                c = _only_empty(x2) if e1 else x2  # a $ earlier in the path: nothing consumed after it
+                if a is None or c is None:
+                    continue
+                k = (b1 or b2, e1 or e2)
+                out[k] = _alt2(out.get(k), _cat2(a, c))
+        return out
+
+
+def parse_search_regex(pattern: str, flags: int = 0) -> Node | None:
+    """The strings that *contain* a match of ``pattern`` (ECMA-262 ``test``: unanchored search, ``^``
+    and ``$`` only at the subject's start and end, no multiline). ``None``: no string does (e.g.
+    ``a^b``). Word boundaries, lookaround and anchors inside unbounded repetitions are refused."""
+    with gc_paused():
+        if not isinstance(pattern, str):
+            raise RegexError(f"a regex pattern must be a str, got {type(pattern).__name__}")
+        if flags & re.MULTILINE:
+            raise RegexError("re.MULTILINE is not supported")
+        try:
+            tree = sre_parse.parse(pattern, flags)
+        except re.error as e:
+            raise RegexError(f"invalid regex: {e.msg}", source=pattern, pos=e.pos) from None
+        except (OverflowError, RecursionError) as e:
+            raise RegexError(f"invalid regex: {e}", source=pattern) from None
+        if tree.state.flags & re.MULTILINE:
+            raise RegexError("the (?m) flag is not supported", source=pattern, pos=pattern.find("(?"))
+        if tree.state.flags & getattr(re, "LOCALE", 0) and tree.state.flags & re.LOCALE:
+            raise RegexError("locale-dependent patterns (?L) are not supported", source=pattern, pos=pattern.find("(?"))
+        conv = _SearchConverter(pattern, tree.state.flags)
+        conv.allow_anchors = False  # anchor-free parts only; anchors are resolved by the tables
+        t = conv.table(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags)
+        forms = []
+        for (b, e), x in t.items():
+            if x is None:
+                continue
+            forms.append(_cat2(_cat2(EMPTY if b else _ANYTHING, x), EMPTY if e else _ANYTHING))
+        if not forms:
+            return None
+        return forms[0] if len(forms) == 1 else ("alt", tuple(forms))
