@@ -94,6 +94,24 @@ def _rehash(hashes, n, slots):  # pragma: no cover - numba
         slots[s] = j
 
 
+@numba.njit(cache=True, inline="always")
+def _push(key, seen, touched, n_touched, stack, n_stack):  # pragma: no cover - numba
+    """Add the (item, origin) ``key`` to the set under construction unless it is there.
+    Returns the new (n_touched, n_stack); n_stack = -1 past ``MAX_SET_ITEMS`` (the set is full)."""
+    mask = seen.shape[0] - 1
+    s = _slot_of(key * _PRIME, mask)
+    while seen[s] != -1 and seen[s] != key:
+        s = (s + 1) & mask
+    if seen[s] != -1:
+        return n_touched, n_stack
+    if n_touched >= MAX_SET_ITEMS:
+        return n_touched, -1
+    seen[s] = key
+    touched[n_touched] = s
+    stack[n_stack] = key
+    return n_touched + 1, n_stack + 1
+
+
 @numba.njit(cache=True)
 def advance(c, t, G, S, X):  # pragma: no cover - numba
     """The context after terminal ``t`` in context ``c`` (which must expect ``t``); or
@@ -109,7 +127,6 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     n_ctx = counters[N_CTX]
     if n_ctx >= ctx_klo.shape[0] or 2 * (n_ctx + 1) > ctx_slots.shape[0]:
         return NEED_GROW
-    mask = seen.shape[0] - 1
     n_stack = 0
     n_touched = 0
     n_k = 0
@@ -121,36 +138,20 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
         it = k_item[k]
         if item_kind[it] == KIND_T and item_arg[it] == t:
             key = (np.int64(it + 1) << 32) | np.int64(k_orig[k])
-            s = _slot_of(key * _PRIME, mask)
-            while seen[s] != -1 and seen[s] != key:
-                s = (s + 1) & mask
-            if seen[s] == -1:
-                if n_touched >= MAX_SET_ITEMS:
-                    overflow = True
-                    break
-                seen[s] = key
-                touched[n_touched] = s
-                n_touched += 1
-                stack[n_stack] = key
-                n_stack += 1
+            n_touched, n_stack = _push(key, seen, touched, n_touched, stack, n_stack)
+            if n_stack < 0:
+                overflow = True
+                break
     pid = ctx_pid[c]
     for j in range(by_term_ptr[t], by_term_ptr[t + 1]):
         it = by_term_items[j]
         a = item_lhs[it]
         if (pid_bits[pid, a >> 6] >> np.uint64(a & 63)) & np.uint64(1):
             key = (np.int64(it + 1) << 32) | np.int64(c)
-            s = _slot_of(key * _PRIME, mask)
-            while seen[s] != -1 and seen[s] != key:
-                s = (s + 1) & mask
-            if seen[s] == -1:
-                if n_touched >= MAX_SET_ITEMS:
-                    overflow = True
-                    break
-                seen[s] = key
-                touched[n_touched] = s
-                n_touched += 1
-                stack[n_stack] = key
-                n_stack += 1
+            n_touched, n_stack = _push(key, seen, touched, n_touched, stack, n_stack)
+            if n_stack < 0:
+                overflow = True
+                break
     if overflow:
         n_stack = 0
     # closure: completion into origins, prediction as bitsets, nullable skips
@@ -185,18 +186,10 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
                             continue
                         o2 = o
                     key2 = (np.int64(it2 + 1) << 32) | np.int64(o2)
-                    s = _slot_of(key2 * _PRIME, mask)
-                    while seen[s] != -1 and seen[s] != key2:
-                        s = (s + 1) & mask
-                    if seen[s] == -1:
-                        if n_touched >= MAX_SET_ITEMS:
-                            overflow = True
-                            break
-                        seen[s] = key2
-                        touched[n_touched] = s
-                        n_touched += 1
-                        stack[n_stack] = key2
-                        n_stack += 1
+                    n_touched, n_stack = _push(key2, seen, touched, n_touched, stack, n_stack)
+                    if n_stack < 0:
+                        overflow = True
+                        break
                 if overflow:
                     break
             if overflow:
@@ -209,19 +202,10 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
             for w in range(ntbits.shape[0]):
                 ntbits[w] |= pred_closure[b, w]
             if nullable[b]:
-                key2 = key + (np.int64(1) << 32)
-                s = _slot_of(key2 * _PRIME, mask)
-                while seen[s] != -1 and seen[s] != key2:
-                    s = (s + 1) & mask
-                if seen[s] == -1:
-                    if n_touched >= MAX_SET_ITEMS:
-                        overflow = True
-                        break
-                    seen[s] = key2
-                    touched[n_touched] = s
-                    n_touched += 1
-                    stack[n_stack] = key2
-                    n_stack += 1
+                n_touched, n_stack = _push(key + (np.int64(1) << 32), seen, touched, n_touched, stack, n_stack)
+                if n_stack < 0:
+                    overflow = True
+                    break
     for j in range(n_touched):
         seen[touched[j]] = -1
     if overflow:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from constrain._intern import UNINDEXED, add_vector, find_vector, grown_rows, vector_hash
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -24,38 +25,20 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 
 
 @numba.njit(cache=True)
-def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
+def _extend(comp_trans, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
     """Add one block: a fresh start state for the component vector ``starts``, then every state
     reachable from it that is not in the store yet. States are interned by their vector of live
-    components, so blocks share every state but their starts (a start is never interned: a
-    revisit of its vector is an ordinary state, which keeps "at a start state" meaning "between
-    terminals"). Arrays grow here and come back; ``n`` = -1 past ``max_states``."""
+    components (``constrain._intern``), so blocks share every state but their starts: a start is
+    stored unindexed, so a revisit of its vector is an ordinary state, which keeps "at a start
+    state" meaning "between terminals". Arrays grow here and come back; ``n`` = -1 past
+    ``max_states``."""
     k = starts.shape[0]
     scratch = np.empty(max(k, 1), dtype=np.int32)
-    q = n
-    # the start state
-    if n + 1 > rows.shape[0]:
-        cap = 2 * rows.shape[0]
-        r2 = np.full((cap, 256), -1, dtype=np.int32)
-        r2[:n] = rows[:n]
-        rows = r2
-        p2 = np.zeros(cap + 1, dtype=np.int64)
-        p2[: n + 1] = vec_ptr[: n + 1]
-        vec_ptr = p2
-        h2 = np.zeros(cap, dtype=np.int64)
-        h2[:n] = hashes[:n]
-        hashes = h2
-    top = vec_ptr[n]
-    if top + k > vec.shape[0]:
-        v2 = np.empty(2 * (top + k), dtype=np.int32)
-        v2[:top] = vec[:top]
-        vec = v2
-    vec[top: top + k] = starts
-    vec_ptr[n + 1] = top + k
-    hashes[n] = 0
-    rows[n, :] = -1
-    n += 1
     prev = np.empty(max(k, 1), dtype=np.int32)
+    q = n
+    vec_ptr, vec, hashes, slots = add_vector(starts, k, UNINDEXED, vec_ptr, vec, hashes, slots, n)
+    rows = grown_rows(rows, n + 1, -1)
+    n += 1
     while q < n:
         lo = vec_ptr[q]
         hi = vec_ptr[q + 1]
@@ -63,13 +46,11 @@ def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, 
         prev_found = -1
         for b in range(256):
             m = 0
-            h = np.int64(-3750763034362895579)
             for j in range(lo, hi):
                 g2 = comp_trans[vec[j], b]
                 if g2 >= 0:
                     scratch[m] = g2
                     m += 1
-                    h = (h ^ g2) * 1099511628211
             if m == prev_m:  # most bytes lead where the previous byte led
                 same = True
                 for x in range(m):
@@ -81,72 +62,23 @@ def _extend(comp_trans, comp_acc, starts, rows, vec_ptr, vec, hashes, slots, n, 
                     continue
             prev_m = m
             prev[:m] = scratch[:m]
-            if m == 0:
-                rows[q, b] = -1
-                prev_found = -1
-                continue
-            mask = slots.shape[0] - 1
-            sl = ((h >> 17) ^ h) & mask
             found = -1
-            while slots[sl] >= 0:
-                j2 = slots[sl]
-                if hashes[j2] == h and vec_ptr[j2 + 1] - vec_ptr[j2] == m:
-                    same = True
-                    base = vec_ptr[j2]
-                    for x in range(m):
-                        if vec[base + x] != scratch[x]:
-                            same = False
-                            break
-                    if same:
-                        found = j2
-                        break
-                sl = (sl + 1) & mask
-            if found < 0:
-                if n >= max_states:
-                    return rows, vec_ptr, vec, hashes, slots, -1
-                if n + 1 > rows.shape[0] or 2 * (n + 1) > slots.shape[0]:
-                    cap = 2 * rows.shape[0]
-                    r2 = np.full((cap, 256), -1, dtype=np.int32)
-                    r2[:n] = rows[:n]
-                    rows = r2
-                    p2 = np.zeros(cap + 1, dtype=np.int64)
-                    p2[: n + 1] = vec_ptr[: n + 1]
-                    vec_ptr = p2
-                    h2 = np.zeros(cap, dtype=np.int64)
-                    h2[:n] = hashes[:n]
-                    hashes = h2
-                    slots = np.full(4 * cap, -1, dtype=np.int64)
-                    mask = slots.shape[0] - 1
-                    for j2 in range(n):
-                        if is_start_hash(hashes[j2]):
-                            continue
-                        s2 = ((hashes[j2] >> 17) ^ hashes[j2]) & mask
-                        while slots[s2] >= 0:
-                            s2 = (s2 + 1) & mask
-                        slots[s2] = j2
-                    sl = ((h >> 17) ^ h) & mask
-                    while slots[sl] >= 0:
-                        sl = (sl + 1) & mask
-                top = vec_ptr[n]
-                if top + m > vec.shape[0]:
-                    v2 = np.empty(2 * (top + m), dtype=np.int32)
-                    v2[:top] = vec[:top]
-                    vec = v2
-                vec[top: top + m] = scratch[:m]
-                vec_ptr[n + 1] = top + m
-                hashes[n] = h
-                slots[sl] = n
-                found = n
-                n += 1
+            if m > 0:
+                h = vector_hash(scratch, m)
+                if h == UNINDEXED:
+                    h = 1
+                found = find_vector(scratch, m, h, vec_ptr, vec, hashes, slots)
+                if found < 0:
+                    if n >= max_states:
+                        return rows, vec_ptr, vec, hashes, slots, -1
+                    vec_ptr, vec, hashes, slots = add_vector(scratch, m, h, vec_ptr, vec, hashes, slots, n)
+                    rows = grown_rows(rows, n + 1, -1)
+                    found = n
+                    n += 1
             rows[q, b] = found
             prev_found = found
         q += 1
     return rows, vec_ptr, vec, hashes, slots, n
-
-
-@numba.njit(cache=True, inline="always")
-def is_start_hash(h):  # pragma: no cover - numba
-    return h == 0
 
 
 class LexerBlocks:
@@ -160,7 +92,7 @@ class LexerBlocks:
         self._starts: dict[frozenset, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # the state store: rows, each state's live components (ptr/flat), hashes and slots of the
-        # vector table (start states are not in it: hash 0)
+        # vector table (``constrain._intern``; start states are stored unindexed)
         self._trans = np.full((64, 256), -1, dtype=np.int32)
         self._vec_ptr = np.zeros(65, dtype=np.int64)
         self._vec = np.zeros(256, dtype=np.int32)
@@ -276,7 +208,7 @@ class LexerBlocks:
     def _build(self, terminal_ids: list[int]) -> int:
         starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
         old_n = self._n
-        rows, vp, vec, hashes, slots, n = _extend(self._comp_trans, self._comp_acc, starts, self._trans, self._vec_ptr,
+        rows, vp, vec, hashes, slots, n = _extend(self._comp_trans, starts, self._trans, self._vec_ptr,
                                                   self._vec, self._hashes, self._slots, old_n, MAX_LEXER_STATES)
         if n < 0:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")

@@ -13,6 +13,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
+from constrain._intern import UNINDEXED, add_vector, find_vector, grown, vector_hash
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
 from constrain.regex.parse import gc_paused
@@ -240,13 +241,12 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     n_prev = -1
     prev_found = -1
     is_cut = np.zeros(n_classes + 1, dtype=np.bool_)
-    # DFA state sets
-    cap = 64
-    set_ptr = np.zeros(cap + 1, dtype=np.int64)
+    # DFA state sets (constrain._intern)
+    set_ptr = np.zeros(65, dtype=np.int64)
     sets = np.empty(256, dtype=np.int32)
-    hashes = np.zeros(cap, dtype=np.int64)
-    slots = np.full(4 * cap, -1, dtype=np.int64)
-    acc = np.zeros(cap, dtype=np.bool_)
+    hashes = np.zeros(64, dtype=np.int64)
+    slots = np.full(256, -1, dtype=np.int64)
+    acc = np.zeros(64, dtype=np.bool_)
     t_src = np.empty(256, dtype=np.int32)
     t_cls = np.empty(256, dtype=np.int32)
     t_dst = np.empty(256, dtype=np.int32)
@@ -273,10 +273,7 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
         for c in range(1 if first else n_classes):
             if not first and c > 0 and not is_cut[c]:  # same edges as class c - 1: same target
                 if prev_found >= 0:
-                    if n_t == t_src.shape[0]:
-                        t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
-                        t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
-                        t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                    t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
                     t_src[n_t] = q
                     t_cls[n_t] = c
                     t_dst[n_t] = prev_found
@@ -301,10 +298,7 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
                             n_src += 1
                 if same_as_prev and n_src == n_prev:  # the same edges as the previous class
                     if prev_found >= 0:
-                        if n_t == t_src.shape[0]:
-                            t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
-                            t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
-                            t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                        t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
                         t_src[n_t] = q
                         t_cls[n_t] = c
                         t_dst[n_t] = prev_found
@@ -352,58 +346,15 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
             if m == 0:
                 continue
             subset = np.sort(ubuf[:m])
-            h = np.int64(-3750763034362895579)
-            for k in range(m):
-                h = (h ^ subset[k]) * 1099511628211
-            mask = slots.shape[0] - 1
-            sl = ((h >> 17) ^ h) & mask
-            found = -1
-            while slots[sl] >= 0:
-                j2 = slots[sl]
-                if hashes[j2] == h and set_ptr[j2 + 1] - set_ptr[j2] == m:
-                    same = True
-                    base = set_ptr[j2]
-                    for k in range(m):
-                        if sets[base + k] != subset[k]:
-                            same = False
-                            break
-                    if same:
-                        found = j2
-                        break
-                sl = (sl + 1) & mask
+            h = vector_hash(subset, m)
+            if h == UNINDEXED:
+                h = 1
+            found = find_vector(subset, m, h, set_ptr, sets, hashes, slots)
             if found < 0:
                 if n >= max_states:
                     return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
-                if n == cap:
-                    cap *= 2
-                    p2 = np.zeros(cap + 1, dtype=np.int64)
-                    p2[: n + 1] = set_ptr[: n + 1]
-                    set_ptr = p2
-                    h2 = np.zeros(cap, dtype=np.int64)
-                    h2[:n] = hashes[:n]
-                    hashes = h2
-                    a2 = np.zeros(cap, dtype=np.bool_)
-                    a2[:n] = acc[:n]
-                    acc = a2
-                    slots = np.full(4 * cap, -1, dtype=np.int64)
-                    mask = slots.shape[0] - 1
-                    for j2 in range(n):
-                        s2 = ((hashes[j2] >> 17) ^ hashes[j2]) & mask
-                        while slots[s2] >= 0:
-                            s2 = (s2 + 1) & mask
-                        slots[s2] = j2
-                    sl = ((h >> 17) ^ h) & mask
-                    while slots[sl] >= 0:
-                        sl = (sl + 1) & mask
-                top_s = set_ptr[n]
-                if top_s + m > sets.shape[0]:
-                    s3 = np.empty(2 * (top_s + m), dtype=np.int32)
-                    s3[:top_s] = sets[:top_s]
-                    sets = s3
-                sets[top_s: top_s + m] = subset
-                set_ptr[n + 1] = top_s + m
-                hashes[n] = h
-                slots[sl] = n
+                set_ptr, sets, hashes, slots = add_vector(subset, m, h, set_ptr, sets, hashes, slots, n)
+                acc = grown(acc, n + 1)
                 is_acc = False
                 for k in range(m):
                     if subset[k] == final:
@@ -413,10 +364,7 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
                 n += 1
             prev_found = found
             if not first:
-                if n_t == t_src.shape[0]:
-                    t_src = np.concatenate((t_src, np.empty(n_t, dtype=np.int32)))
-                    t_cls = np.concatenate((t_cls, np.empty(n_t, dtype=np.int32)))
-                    t_dst = np.concatenate((t_dst, np.empty(n_t, dtype=np.int32)))
+                t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
                 t_src[n_t] = q
                 t_cls[n_t] = c
                 t_dst[n_t] = found

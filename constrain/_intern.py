@@ -1,0 +1,109 @@
+"""Interning int32 vectors in numba: the state tables of subset and product constructions.
+
+A DFA state built from several smaller states (a set of NFA states, a vector of live terminal
+components) is identified by that sorted vector. ``find_vector``/``add_vector`` keep the vectors
+in one flat array (``vec_ptr``/``vec``) with an open-addressing table of their hashes, grown here
+and handed back. An entry stored with hash ``UNINDEXED`` is kept but never found (the lexer's
+block start states, which must stay distinct from equal vectors reached later).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+UNINDEXED = 0
+_OFFSET = -3750763034362895579
+_PRIME = 1099511628211
+
+
+@numba.njit(cache=True, inline="always")
+def vector_hash(v, m):  # pragma: no cover - numba
+    h = np.int64(_OFFSET)
+    for k in range(m):
+        h = (h ^ v[k]) * _PRIME
+    return h
+
+
+@numba.njit(cache=True, inline="always")
+def _slot(h, mask):  # pragma: no cover - numba
+    return ((h >> 17) ^ h) & mask
+
+
+@numba.njit(cache=True)
+def find_vector(v, m, h, vec_ptr, vec, hashes, slots):  # pragma: no cover - numba
+    """Id of the stored vector equal to ``v[:m]`` (hash ``h``), or -1."""
+    mask = slots.shape[0] - 1
+    s = _slot(h, mask)
+    while slots[s] >= 0:
+        j = slots[s]
+        if hashes[j] == h and vec_ptr[j + 1] - vec_ptr[j] == m:
+            base = vec_ptr[j]
+            same = True
+            for k in range(m):
+                if vec[base + k] != v[k]:
+                    same = False
+                    break
+            if same:
+                return j
+        s = (s + 1) & mask
+    return -1
+
+
+@numba.njit(cache=True)
+def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
+    """Store ``v[:m]`` as id ``n`` (the caller counts), growing and rehashing as needed.
+    Returns the (possibly new) ``vec_ptr, vec, hashes, slots``."""
+    if n + 1 > hashes.shape[0]:
+        cap = 2 * hashes.shape[0]
+        p2 = np.zeros(cap + 1, dtype=np.int64)
+        p2[: n + 1] = vec_ptr[: n + 1]
+        vec_ptr = p2
+        h2 = np.zeros(cap, dtype=np.int64)
+        h2[:n] = hashes[:n]
+        hashes = h2
+    if 2 * (n + 1) > slots.shape[0]:
+        slots = np.full(4 * hashes.shape[0], -1, dtype=np.int64)
+        mask = slots.shape[0] - 1
+        for j in range(n):
+            if hashes[j] == UNINDEXED:
+                continue
+            s = _slot(hashes[j], mask)
+            while slots[s] >= 0:
+                s = (s + 1) & mask
+            slots[s] = j
+    top = vec_ptr[n]
+    if top + m > vec.shape[0]:
+        v2 = np.empty(2 * (top + m), dtype=np.int32)
+        v2[:top] = vec[:top]
+        vec = v2
+    vec[top: top + m] = v[:m]
+    vec_ptr[n + 1] = top + m
+    hashes[n] = h
+    if h != UNINDEXED:
+        mask = slots.shape[0] - 1
+        s = _slot(h, mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = n
+    return vec_ptr, vec, hashes, slots
+
+
+@numba.njit(cache=True)
+def grown_rows(rows, n, fill):  # pragma: no cover - numba
+    """``rows`` (2-D) with room for at least ``n`` rows, new rows set to ``fill``."""
+    if n <= rows.shape[0]:
+        return rows
+    out = np.full((max(n, 2 * rows.shape[0]), rows.shape[1]), fill, dtype=rows.dtype)
+    out[: rows.shape[0]] = rows
+    return out
+
+
+@numba.njit(cache=True)
+def grown(a, n):  # pragma: no cover - numba
+    """1-D ``a`` with room for at least ``n`` items (new items zero)."""
+    if n <= a.shape[0]:
+        return a
+    out = np.zeros(max(n, 2 * a.shape[0]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
