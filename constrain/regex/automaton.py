@@ -237,9 +237,7 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     stack = np.empty(n_nfa + 1, dtype=np.int32)
     ubuf = np.empty(n_nfa + 1, dtype=np.int32)
     buf = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int32)
-    prev_edges = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)  # edges active for the previous class
-    n_prev = -1
-    prev_found = -1
+    prev_found = -1  # target of the previous class (classes between cuts share it)
     is_cut = np.zeros(n_classes + 1, dtype=np.bool_)
     # DFA state sets (constrain._intern)
     set_ptr = np.zeros(65, dtype=np.int64)
@@ -286,25 +284,12 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
                 n_src = 1
             else:
                 n_src = 0
-                same_as_prev = c > 0
                 for j in range(members_lo, members_hi):
                     x = sets[j]
                     for k in range(e_ptr[x], e_ptr[x + 1]):
                         if e_lo[k] <= c < e_hi[k]:
-                            if same_as_prev and (n_src >= n_prev or prev_edges[n_src] != k):
-                                same_as_prev = False
-                            prev_edges[n_src] = k
                             buf[n_src] = e_dst[k]
                             n_src += 1
-                if same_as_prev and n_src == n_prev:  # the same edges as the previous class
-                    if prev_found >= 0:
-                        t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
-                        t_src[n_t] = q
-                        t_cls[n_t] = c
-                        t_dst[n_t] = prev_found
-                        n_t += 1
-                    continue
-                n_prev = n_src
                 prev_found = -1
                 targets_src = buf
             for a in range(n_src):

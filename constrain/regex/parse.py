@@ -282,11 +282,13 @@ def parse_regex(pattern: str, flags: int = 0, allow_anchors: bool = True) -> Nod
         return _parse_regex(pattern, flags, allow_anchors)
 
 
-def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
+def _sre_tree(pattern: str, flags: int):
+    """Python's own parse of ``pattern`` (exact syntax and error positions), refusing multiline
+    and locale-dependent patterns."""
     if not isinstance(pattern, str):
         raise RegexError(f"a regex pattern must be a str, got {type(pattern).__name__}")
     if flags & re.MULTILINE:
-        raise RegexError("re.MULTILINE is not supported: anchors are only allowed at the pattern's ends")
+        raise RegexError("re.MULTILINE is not supported: anchors mean the subject's start and end only")
     try:
         tree = sre_parse.parse(pattern, flags)
     except re.error as e:
@@ -294,10 +296,15 @@ def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
     except (OverflowError, RecursionError) as e:
         raise RegexError(f"invalid regex: {e}", source=pattern) from None
     if tree.state.flags & re.MULTILINE:
-        raise RegexError("the (?m) flag is not supported: anchors are only allowed at the pattern's ends",
+        raise RegexError("the (?m) flag is not supported: anchors mean the subject's start and end only",
                          source=pattern, pos=pattern.find("(?"))
     if tree.state.flags & getattr(re, "LOCALE", 0) and tree.state.flags & re.LOCALE:
         raise RegexError("locale-dependent patterns (?L) are not supported", source=pattern, pos=pattern.find("(?"))
+    return tree
+
+
+def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
+    tree = _sre_tree(pattern, flags)
     conv = _Converter(pattern, tree.state.flags)
     conv.allow_anchors = allow_anchors
     return conv.seq(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags, True, True)
@@ -419,20 +426,7 @@ def parse_search_regex(pattern: str, flags: int = 0) -> Node | None:
     and ``$`` only at the subject's start and end, no multiline). ``None``: no string does (e.g.
     ``a^b``). Word boundaries, lookaround and anchors inside unbounded repetitions are refused."""
     with gc_paused():
-        if not isinstance(pattern, str):
-            raise RegexError(f"a regex pattern must be a str, got {type(pattern).__name__}")
-        if flags & re.MULTILINE:
-            raise RegexError("re.MULTILINE is not supported")
-        try:
-            tree = sre_parse.parse(pattern, flags)
-        except re.error as e:
-            raise RegexError(f"invalid regex: {e.msg}", source=pattern, pos=e.pos) from None
-        except (OverflowError, RecursionError) as e:
-            raise RegexError(f"invalid regex: {e}", source=pattern) from None
-        if tree.state.flags & re.MULTILINE:
-            raise RegexError("the (?m) flag is not supported", source=pattern, pos=pattern.find("(?"))
-        if tree.state.flags & getattr(re, "LOCALE", 0) and tree.state.flags & re.LOCALE:
-            raise RegexError("locale-dependent patterns (?L) are not supported", source=pattern, pos=pattern.find("(?"))
+        tree = _sre_tree(pattern, flags)
         conv = _SearchConverter(pattern, tree.state.flags)
         conv.allow_anchors = False  # anchor-free parts only; anchors are resolved by the tables
         t = conv.table(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags)
