@@ -25,7 +25,7 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 
 
 @numba.njit(cache=True)
-def _extend(comp_trans, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
+def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
     """Add one block: a fresh start state for the component vector ``starts``, then every state
     reachable from it that is not in the store yet. States are interned by their vector of live
     components (``constrain._intern``), so blocks share every state but their starts: a start is
@@ -47,7 +47,8 @@ def _extend(comp_trans, starts, rows, vec_ptr, vec, hashes, slots, n, max_states
         for b in range(256):
             m = 0
             for j in range(lo, hi):
-                g2 = comp_trans[vec[j], b]
+                g = vec[j]
+                g2 = comp_flat[comp_row[g] + class_maps[comp_map[g], b]]
                 if g2 >= 0:
                     scratch[m] = g2
                     m += 1
@@ -81,6 +82,15 @@ def _extend(comp_trans, starts, rows, vec_ptr, vec, hashes, slots, n, max_states
     return rows, vec_ptr, vec, hashes, slots, n
 
 
+def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
+    """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
+    if n <= a.shape[0]:
+        return a
+    out = np.full(max(n, 2 * a.shape[0]), fill, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
 class LexerBlocks:
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0) -> None:
         self.terminals = terminals
@@ -102,7 +112,15 @@ class LexerBlocks:
         self._ptr_list: list[int] = [0]
         self._terms_list: list[int] = []
         # every terminal's minimal DFA, concatenated on first use ("components")
-        self._comp_trans = np.full((64, 256), -1, dtype=np.int32)
+        # component transitions in each terminal DFA's own byte classes: flat table, a row offset
+        # and a byte -> class map per component (maps shared between terminals that agree)
+        self._comp_flat = np.full(1024, -1, dtype=np.int32)
+        self._flat_n = 0
+        self._comp_row = np.zeros(64, dtype=np.int64)
+        self._comp_cls_id = np.zeros(64, dtype=np.int64)
+        self._class_maps: dict[bytes, int] = {}
+        self._class_rows: list[np.ndarray] = []
+        self._class_table: np.ndarray | None = None  # [maps, 256], stacked on demand
         self._comp_acc = np.zeros(64, dtype=np.bool_)
         self._comp_term = np.zeros(64, dtype=np.int32)
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
@@ -142,14 +160,21 @@ class LexerBlocks:
             return -1
         base = self._n_comp
         n = dfa.num_states
-        if base + n > self._comp_trans.shape[0]:
-            cap = max(base + n, 2 * self._comp_trans.shape[0])
-            for name, fill in (("_comp_trans", -1), ("_comp_acc", False), ("_comp_term", 0), ("_comp_class", 0)):
-                a = getattr(self, name)
-                b = np.full((cap,) + a.shape[1:], fill, dtype=a.dtype)
-                b[:base] = a[:base]
-                setattr(self, name, b)
-        self._comp_trans[base: base + n] = np.where(dfa.trans >= 0, dfa.trans + base, -1)
+        table = dfa.table if dfa.table is not None else dfa.trans
+        classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
+        width = table.shape[1]
+        top = self._flat_n
+        self._comp_flat = _room(self._comp_flat, top + n * width, -1)
+        self._comp_flat[top: top + n * width] = np.where(table >= 0, table + base, -1).ravel()
+        self._flat_n = top + n * width
+        for name, fill in (("_comp_row", 0), ("_comp_acc", False), ("_comp_term", 0), ("_comp_class", 0)):
+            setattr(self, name, _room(getattr(self, name), base + n, fill))
+        self._comp_row[base: base + n] = top + width * np.arange(n, dtype=np.int64)
+        cls_id = self._class_maps.setdefault(classes.tobytes(), len(self._class_maps))
+        if cls_id == len(self._class_rows):
+            self._class_rows.append(classes.astype(np.int32))
+        self._comp_cls_id = _room(self._comp_cls_id, base + n, 0)
+        self._comp_cls_id[base: base + n] = cls_id
         self._comp_acc[base: base + n] = dfa.accepting
         self._comp_term[base: base + n] = t
         self._comp_class[base: base + n] = self._new_classes(_dfa_classes(dfa, self.token_depth))
@@ -208,8 +233,11 @@ class LexerBlocks:
     def _build(self, terminal_ids: list[int]) -> int:
         starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
         old_n = self._n
-        rows, vp, vec, hashes, slots, n = _extend(self._comp_trans, starts, self._trans, self._vec_ptr,
-                                                  self._vec, self._hashes, self._slots, old_n, MAX_LEXER_STATES)
+        if self._class_table is None or self._class_table.shape[0] < len(self._class_rows):
+            self._class_table = np.stack(self._class_rows) if self._class_rows else np.zeros((1, 256), dtype=np.int32)
+        rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
+                                                  starts, self._trans, self._vec_ptr, self._vec, self._hashes,
+                                                  self._slots, old_n, MAX_LEXER_STATES)
         if n < 0:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
         self._trans, self._vec_ptr, self._vec, self._hashes, self._slots, self._n = rows, vp, vec, hashes, slots, n

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from constrain._intern import UNINDEXED, add_vector, find_vector, grown, vector_hash
+from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
 from constrain.regex.parse import gc_paused
@@ -197,33 +198,76 @@ class _NFA:
 
 
 
-def _coreachable(nfa: _NFA, final: int) -> list[bool]:
-    """NFA states from which ``final`` can be reached (over epsilon and byte edges)."""
-    n = len(nfa.eps)
-    rev: list[list[int]] = [[] for _ in range(n)]
+@numba.njit(cache=True)
+def _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, final):  # pragma: no cover - numba
+    """Keep only moves into states that can still reach ``final``; returns the filtered CSR arrays
+    and ``keep`` (co-reachable states with a byte edge, or ``final``: the ones a subset holds)."""
+    n = e_ptr.shape[0] - 1
+    n_in = np.zeros(n + 1, dtype=np.int64)
     for s in range(n):
-        for t in nfa.eps[s]:
-            rev[t].append(s)
-        for _lo, _hi, t in nfa.edges[s]:
-            rev[t].append(s)
-    seen = [False] * n
-    seen[final] = True
-    stack = [final]
-    while stack:
-        t = stack.pop()
-        for s in rev[t]:
-            if not seen[s]:
-                seen[s] = True
-                stack.append(s)
-    return seen
+        for k in range(eps_ptr[s], eps_ptr[s + 1]):
+            n_in[eps_dst[k] + 1] += 1
+        for k in range(e_ptr[s], e_ptr[s + 1]):
+            n_in[e_dst[k] + 1] += 1
+    rptr = np.cumsum(n_in)
+    rsrc = np.empty(rptr[n], dtype=np.int64)
+    fill = rptr[:n].copy()
+    for s in range(n):
+        for k in range(eps_ptr[s], eps_ptr[s + 1]):
+            t = eps_dst[k]
+            rsrc[fill[t]] = s
+            fill[t] += 1
+        for k in range(e_ptr[s], e_ptr[s + 1]):
+            t = e_dst[k]
+            rsrc[fill[t]] = s
+            fill[t] += 1
+    co = np.zeros(n, dtype=np.bool_)
+    co[final] = True
+    stack = np.empty(n, dtype=np.int64)
+    stack[0] = final
+    top = 1
+    while top > 0:
+        top -= 1
+        t = stack[top]
+        for k in range(rptr[t], rptr[t + 1]):
+            s = rsrc[k]
+            if not co[s]:
+                co[s] = True
+                stack[top] = s
+                top += 1
+    p2 = np.zeros(n + 1, dtype=np.int64)
+    d2 = np.empty(eps_dst.shape[0], dtype=np.int32)
+    q2 = np.zeros(n + 1, dtype=np.int64)
+    lo2 = np.empty(e_dst.shape[0], dtype=np.int32)
+    hi2 = np.empty(e_dst.shape[0], dtype=np.int32)
+    t2 = np.empty(e_dst.shape[0], dtype=np.int32)
+    keep = np.zeros(n, dtype=np.bool_)
+    a = 0
+    b = 0
+    for s in range(n):
+        for k in range(eps_ptr[s], eps_ptr[s + 1]):
+            if co[eps_dst[k]]:
+                d2[a] = eps_dst[k]
+                a += 1
+        p2[s + 1] = a
+        for k in range(e_ptr[s], e_ptr[s + 1]):
+            if co[e_dst[k]]:
+                lo2[b] = e_lo[k]
+                hi2[b] = e_hi[k]
+                t2[b] = e_dst[k]
+                b += 1
+        q2[s + 1] = b
+        keep[s] = co[s] and (q2[s + 1] > q2[s] or s == final)
+    return p2, d2[:a], q2, lo2[:b], hi2[:b], t2[:b], keep, co
 
 
 @numba.njit(cache=True)
 def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start, final, n_classes,
                          max_states):  # pragma: no cover - numba
-    """Subset construction over byte classes. NFA states are pre-filtered (only co-reachable
-    targets; ``keep`` marks states worth holding in a subset). Returns (src, class, dst) of the
-    live transitions, the accepting flags and the state count, or ``n = -1`` past ``max_states``."""
+    """Subset construction over byte classes. NFA states are pre-filtered (``_co_filter``: only
+    co-reachable targets; ``keep`` marks states worth holding in a subset). Returns (src, class,
+    dst) of the live transitions, the accepting flags and the state count, or ``n = -1`` past
+    ``max_states``."""
     n_nfa = keep.shape[0]
     # memoised epsilon closures (kept states only, sorted)
     clo_start = np.full(n_nfa, -1, dtype=np.int64)
@@ -374,43 +418,26 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     Returns None when the start state cannot reach acceptance (the language is empty).
     The NFA is flattened into arrays here; the construction itself runs in numba.
     """
+    eps, edges = nfa.eps, nfa.edges
+    eps_ptr = np.zeros(len(eps) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in eps], out=eps_ptr[1:])
+    e_ptr = np.zeros(len(edges) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in edges], out=e_ptr[1:])
+    eps_dst = np.fromiter((t for x in eps for t in x), dtype=np.int32, count=int(eps_ptr[-1]))
+    flat = np.fromiter((v for x in edges for e in x for v in e), dtype=np.int64, count=3 * int(e_ptr[-1]))
+    lo, hi, e_dst = flat[0::3], flat[1::3] + 1, flat[2::3].astype(np.int32)
     # Byte classes: bytes no edge tells apart behave the same everywhere.
-    bounds = {0, 256}
-    for edges in nfa.edges:
-        for lo, hi, _ in edges:
-            bounds.add(lo)
-            bounds.add(hi + 1)
-    cuts = sorted(bounds)
-    class_of = np.searchsorted(np.asarray(cuts), np.arange(256), side="right") - 1
+    cuts = np.unique(np.concatenate([[0, 256], lo, hi]))
+    class_of = np.searchsorted(cuts, np.arange(256), side="right") - 1
     n_classes = len(cuts) - 1
-    cut_index = {c: i for i, c in enumerate(cuts)}
-    co = _coreachable(nfa, final)
+    e_lo = np.searchsorted(cuts, lo).astype(np.int32)
+    e_hi = np.searchsorted(cuts, hi).astype(np.int32)
+    eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, co = _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst,
+                                                                       np.int64(final))
     if not co[start]:
         return None
-    eps_ptr = [0]
-    eps_dst: list[int] = []
-    e_ptr = [0]
-    e_lo: list[int] = []
-    e_hi: list[int] = []
-    e_dst: list[int] = []
-    for s in range(len(nfa.eps)):
-        eps_dst.extend(t for t in nfa.eps[s] if co[t])
-        eps_ptr.append(len(eps_dst))
-        for lo, hi, t in nfa.edges[s]:
-            if co[t]:
-                e_lo.append(cut_index[lo])
-                e_hi.append(cut_index[hi + 1])
-                e_dst.append(t)
-        e_ptr.append(len(e_dst))
-    # Only states with byte edges matter inside a DFA state (others are pure epsilon glue).
-    keep = np.fromiter((co[s] and (e_ptr[s + 1] > e_ptr[s] or s == final) for s in range(len(nfa.eps))),
-                       dtype=np.bool_, count=len(nfa.eps))
-
-    def arr(x, dt=np.int32):
-        return np.asarray(x, dtype=dt)
-
     src, cls, dst, accepting, n = _subset_construction(
-        arr(eps_ptr, np.int64), arr(eps_dst), arr(e_ptr, np.int64), arr(e_lo), arr(e_hi), arr(e_dst), keep,
+        eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep,
         np.int32(start), np.int32(final), np.int64(n_classes), np.int64(MAX_DFA_STATES))
     if n < 0:
         raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
@@ -419,125 +446,150 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     return table, accepting.copy(), class_of
 
 
-def _out_edges(trans: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Per state, its live transitions as (class, target), classes ascending."""
-    n = trans.shape[0]
-    src, cls = np.nonzero(trans >= 0)  # row-major: grouped by state, classes ascending
-    dst = trans[src, cls]
-    out: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    for s, c, d in zip(src.tolist(), cls.tolist(), dst.tolist()):
-        out[s].append((c, d))
-    return out
-
-
-def _postorder(out: list[list[tuple[int, int]]]) -> list[int] | None:
-    """States in an order where every state comes after all its successors; None if cyclic."""
-    n = len(out)
-    state = [0] * n  # 0 new, 1 on the stack, 2 done
-    order: list[int] = []
+@numba.njit(cache=True)
+def _partition(table, accepting):  # pragma: no cover - numba
+    """Coarsest partition of a trim DFA's states (block id per state), whether it is acyclic, and
+    the longest path from state 0 when it is. Acyclic automata (literals, word sets, bounded
+    repeats) take one pass in postorder where equal (accepting, (class, successor block)...)
+    signatures merge (Revuz); cyclic ones Moore refinement to the fixpoint."""
+    n, n_cls = table.shape
+    # iterative DFS from every state: postorder, or a back edge (cycle)
+    color = np.zeros(n, dtype=np.int8)
+    post = np.empty(n, dtype=np.int64)
+    n_post = 0
+    st_node = np.empty(n, dtype=np.int64)
+    st_cls = np.empty(n, dtype=np.int64)
+    acyclic = True
     for root in range(n):
-        if state[root]:
+        if color[root] != 0 or not acyclic:
             continue
-        state[root] = 1
-        stack = [(root, 0)]
-        while stack:
-            s, k = stack[-1]
-            edges = out[s]
-            if k < len(edges):
-                stack[-1] = (s, k + 1)
-                t = edges[k][1]
-                st = state[t]
-                if st == 0:
-                    state[t] = 1
-                    stack.append((t, 0))
-                elif st == 1:
-                    return None
+        top = 0
+        st_node[0] = root
+        st_cls[0] = 0
+        color[root] = 1
+        top = 1
+        while top > 0 and acyclic:
+            v = st_node[top - 1]
+            c = st_cls[top - 1]
+            while c < n_cls and table[v, c] < 0:
+                c += 1
+            if c < n_cls:
+                st_cls[top - 1] = c + 1
+                w = table[v, c]
+                if color[w] == 0:
+                    color[w] = 1
+                    st_node[top] = w
+                    st_cls[top] = 0
+                    top += 1
+                elif color[w] == 1:
+                    acyclic = False
             else:
-                stack.pop()
-                state[s] = 2
-                order.append(s)
-    return order
+                color[v] = 2
+                post[n_post] = v
+                n_post += 1
+                top -= 1
+    block = np.empty(n, dtype=np.int64)
+    if acyclic:
+        height = np.zeros(n, dtype=np.int64)
+        sig = np.empty(1 + 2 * n_cls, dtype=np.int32)
+        vec_ptr = np.zeros(65, dtype=np.int64)
+        vec = np.empty(256, dtype=np.int32)
+        hashes = np.zeros(64, dtype=np.int64)
+        slots = np.full(256, -1, dtype=np.int64)
+        nb = 0
+        for k in range(n):
+            v = post[k]
+            m = 1
+            sig[0] = 1 if accepting[v] else 0
+            hv = 0
+            for c in range(n_cls):
+                w = table[v, c]
+                if w >= 0:
+                    sig[m] = c
+                    sig[m + 1] = block[w]
+                    m += 2
+                    hv = max(hv, height[w] + 1)
+            height[v] = hv
+            h = vector_hash(sig, m)
+            if h == UNINDEXED:
+                h = 1
+            b = find_vector(sig, m, h, vec_ptr, vec, hashes, slots)
+            if b < 0:
+                vec_ptr, vec, hashes, slots = add_vector(sig, m, h, vec_ptr, vec, hashes, slots, nb)
+                b = nb
+                nb += 1
+            block[v] = b
+        return block, nb, True, height[0]
+    src_count = 0
+    for v in range(n):
+        for c in range(n_cls):
+            if table[v, c] >= 0:
+                src_count += 1
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    cls = np.empty(src_count, dtype=np.int64)
+    dst = np.empty(src_count, dtype=np.int64)
+    e = 0
+    for v in range(n):
+        for c in range(n_cls):
+            if table[v, c] >= 0:
+                cls[e] = c
+                dst[e] = table[v, c]
+                e += 1
+        ptr[v + 1] = e
+    for v in range(n):
+        block[v] = 1 if accepting[v] else 0
+    block = _moore_rounds(ptr, cls, dst, block, n + 1)
+    nb = 0
+    for v in range(n):
+        nb = max(nb, block[v] + 1)
+    return block, nb, False, 0
 
 
-def _moore_partition(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """Moore partition refinement, vectorised: block id per state (coarsest congruence)."""
-    part = accepting.astype(np.int64)
-    n_parts = len(np.unique(part))
-    while True:
-        succ = np.where(trans >= 0, part[trans.clip(min=0)], -1)
-        sig = np.ascontiguousarray(np.concatenate([part[:, None], succ], axis=1))
-        rows = sig.view(np.dtype((np.void, sig.dtype.itemsize * sig.shape[1]))).reshape(-1)
-        _, new_part = np.unique(rows, return_inverse=True)
-        new_part = new_part.reshape(-1)
-        new_n = int(new_part.max()) + 1
-        if new_n == n_parts:
-            return new_part
-        part, n_parts = new_part, new_n
-
-
-def _acyclic_partition(out: list[list[tuple[int, int]]], accepting: list[bool],
-                       post: list[int]) -> tuple[list[int], list[int]]:
-    """Minimisation of an acyclic trim DFA in one pass (Revuz): successors first, equal signatures merge.
-
-    Also returns each state's height (the longest path from it, in bytes).
-    """
-    block = [0] * len(out)
-    height = [0] * len(out)
-    ids: dict[tuple, int] = {}
-    for s in post:
-        edges = out[s]
-        sig = (accepting[s], tuple([(c, block[d]) for c, d in edges]))
-        b = ids.get(sig)
-        if b is None:
-            b = ids[sig] = len(ids)
-        block[s] = b
-        if edges:
-            height[s] = 1 + max([height[d] for _c, d in edges])
-    return block, height
+@numba.njit(cache=True)
+def _quotient(table, accepting, block, nb):  # pragma: no cover - numba
+    """The DFA of the blocks, renumbered in BFS order from the start state's block."""
+    n, n_cls = table.shape
+    rep = np.full(nb, -1, dtype=np.int64)
+    for v in range(n - 1, -1, -1):
+        rep[block[v]] = v  # the lowest state of each block
+    new_id = np.full(nb, -1, dtype=np.int64)
+    order = np.empty(nb, dtype=np.int64)
+    new_id[block[0]] = 0
+    order[0] = block[0]
+    k = 0
+    filled = 1
+    while k < filled:
+        v = rep[order[k]]
+        for c in range(n_cls):
+            w = table[v, c]
+            if w >= 0 and new_id[block[w]] < 0:
+                new_id[block[w]] = filled
+                order[filled] = block[w]
+                filled += 1
+        k += 1
+    out = np.full((filled, n_cls), -1, dtype=np.int32)
+    acc = np.zeros(filled, dtype=np.bool_)
+    for j in range(filled):
+        v = rep[order[j]]
+        acc[j] = accepting[v]
+        for c in range(n_cls):
+            w = table[v, c]
+            if w >= 0:
+                out[j, c] = new_id[block[w]]
+    return out, acc
 
 
 def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Minimal quotient of a trim DFA, states renumbered in BFS order from the start state 0.
 
-    Acyclic automata (literals, alternations of words, bounded repeats) are minimised in one
-    linear pass; others by vectorised Moore refinement. Also returns the *horizon*: a bound on
-    the length of the shortest string telling two distinct states of the result apart
-    (states - 1 in general; the longest path when the automaton is acyclic).
+    Also returns the *horizon*: a bound on the length of the shortest string telling two distinct
+    states of the result apart (states - 1 in general; the longest path when it is acyclic).
     """
-    n = trans.shape[0]
-    out = _out_edges(trans)
-    post = _postorder(out)
-    if post is not None:
-        part_list, height = _acyclic_partition(out, accepting.tolist(), post)
-        n_parts = len(set(part_list))
-        horizon = min(n_parts - 1, height[0])  # every state is reachable from the start state 0
-    else:
-        part_arr = _moore_partition(trans, accepting)
-        part_list = part_arr.tolist()
-        n_parts = int(part_arr.max()) + 1
-        horizon = n_parts - 1
-    # BFS from the start block over the representatives' live transitions (classes ascending).
-    rep = [-1] * n_parts
-    for s in range(n - 1, -1, -1):
-        rep[part_list[s]] = s  # lowest state of each block
-    new_id = {part_list[0]: 0}
-    order = [part_list[0]]
-    k = 0
-    while k < len(order):
-        for _c, d in out[rep[order[k]]]:
-            b = part_list[d]
-            if b not in new_id:
-                new_id[b] = len(order)
-                order.append(b)
-        k += 1
-    part = np.asarray(part_list, dtype=np.int64)
-    remap = np.full(n_parts + 1, DEAD, dtype=np.int32)
-    for b, j in new_id.items():
-        remap[b] = j
-    sel = np.asarray([rep[b] for b in order], dtype=np.int64)
-    rows = trans[sel]
-    q = np.where(rows >= 0, part[rows.clip(min=0)], n_parts)
-    return remap[q].astype(np.int32), accepting[sel], horizon
+    block, nb, acyclic, height0 = _partition(np.ascontiguousarray(trans, dtype=np.int32),
+                                             np.ascontiguousarray(accepting, dtype=np.bool_))
+    table, acc = _quotient(np.ascontiguousarray(trans, dtype=np.int32), accepting, block, nb)
+    horizon = min(table.shape[0] - 1, int(height0)) if acyclic else table.shape[0] - 1
+    return table, acc, horizon
 
 
 def build_dfa(node, source: str | None = None) -> DFA:
