@@ -345,7 +345,8 @@ def _reach_closure(succ: list[list[int]], words: int) -> np.ndarray:
 
 
 def bits_to_ids(bits: np.ndarray) -> list[int]:
-    return [w * 64 + b for w, word in enumerate(bits.tolist()) for b in range(64) if (word >> b) & 1]
+    flags = np.unpackbits(np.ascontiguousarray(bits, dtype=np.uint64).view(np.uint8), bitorder="little")
+    return np.flatnonzero(flags).tolist()
 
 
 class FastEarley:

@@ -109,8 +109,8 @@ class LexerBlocks:
         self._hashes = np.zeros(64, dtype=np.int64)
         self._slots = np.full(256, -1, dtype=np.int64)
         self._n = 0
-        self._ptr_list: list[int] = [0]
-        self._terms_list: list[int] = []
+        self._acc_ptr = np.zeros(65, dtype=np.int32)  # state -> its accepted terminals in _acc_terms
+        self._acc_terms = np.zeros(64, dtype=np.int32)
         # every terminal's minimal DFA, concatenated on first use ("components")
         # component transitions in each terminal DFA's own byte classes: flat table, a row offset
         # and a byte -> class map per component (maps shared between terminals that agree)
@@ -143,8 +143,8 @@ class LexerBlocks:
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk."""
         if self._arrays is None:
-            self._arrays = (self._trans[: self._n], np.asarray(self._ptr_list, dtype=np.int32),
-                            np.asarray(self._terms_list, dtype=np.int32))
+            self._arrays = (self._trans[: self._n], self._acc_ptr[: self._n + 1],
+                            self._acc_terms[: self._acc_ptr[self._n]])
         return self._arrays
 
     # ------------------------------------------------------------------ building
@@ -191,13 +191,21 @@ class LexerBlocks:
         """Accepted terminals and mask classes of the states ``_extend`` just added."""
         n = self._n
         vp, vec = self._vec_ptr, self._vec
-        acc, term = self._comp_acc, self._comp_term
-        for q in range(old_n, n):
-            comps = vec[vp[q]: vp[q + 1]]
-            got = sorted(term[comps[acc[comps]]].tolist())
-            self.accepts.append(tuple(got))
-            self._terms_list.extend(got)
-            self._ptr_list.append(len(self._terms_list))
+        comps = vec[vp[old_n]: vp[n]]
+        owner = np.repeat(np.arange(old_n, n), np.diff(vp[old_n: n + 1]))
+        hit = self._comp_acc[comps]
+        owner, terms = owner[hit], self._comp_term[comps[hit]]
+        order = np.lexsort((terms, owner))  # by state, terminals ascending
+        owner, terms = owner[order], terms[order]
+        counts = np.bincount(owner - old_n, minlength=n - old_n)
+        base = int(self._acc_ptr[old_n])
+        self._acc_ptr = _room(self._acc_ptr, n + 1, 0)
+        self._acc_ptr[old_n + 1: n + 1] = base + np.cumsum(counts)
+        self._acc_terms = _room(self._acc_terms, base + len(terms), 0)
+        self._acc_terms[base: base + len(terms)] = terms
+        bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+        tl = terms.tolist()
+        self.accepts.extend(tuple(tl[bounds[i]: bounds[i + 1]]) for i in range(n - old_n))
         self.mask_class.extend(self._state_classes(old_n, n).tolist())
         self._arrays = None
 
