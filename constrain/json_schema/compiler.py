@@ -30,10 +30,11 @@ from constrain.regex import boolean
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
-# spelling state: ~13 per character). Above it the lexer's subset construction and mask classes
-# cost seconds (4096: ~10-20 s with a 49k vocabulary on 2 cores), so a longer bounded string is
-# split in the grammar: chunks of exactly LENGTH_CHUNK characters (one terminal) counted by
-# nonterminals, then a last terminal with the remainder and the closing quote (see _long_string).
+# spelling state: 20 per character, \uXXXX escapes and surrogate pairs included). Above it the
+# lexer's subset construction and mask classes cost seconds (4096: ~10-20 s with a 49k vocabulary on
+# 2 cores), so a longer bounded string is split in the grammar: chunks of exactly LENGTH_CHUNK
+# characters (one terminal) counted by nonterminals, then a last terminal with the remainder and the
+# closing quote (see _long_string).
 # That is exact and costs a nonterminal per chunk, so it stops at MAX_COUNTED_LENGTH.
 # Where a regular language is needed (next to pattern/format, under propertyNames or 'not' of
 # string values) the count stays in one DFA, up to MAX_DFA_COUNTED_LENGTH.

@@ -1,18 +1,27 @@
 """JSON string literals as regex ASTs: characters, escapes, length bounds, patterns and formats.
 
 A schema constrains the *decoded* string; the DFA runs over its JSON spelling. Each decoded
-character class becomes the alternation of its spellings: the raw UTF-8 character where JSON
-allows it raw, ``\\"`` ``\\\\`` ``\\/`` ``\\b\\f\\n\\r\\t`` where those apply, and ``\\u00XX`` for the
-other control characters. Other ``\\uXXXX`` spellings of ordinary characters are not generated
-(a documented restriction of the spellings, never of the decoded values), except by
-``string_literal`` (const/enum values, property names), which spells a given string every way.
+character class becomes the alternation of every JSON spelling of its members (``char_spellings``):
+the raw UTF-8 character where JSON allows it raw, ``\\"`` ``\\\\`` ``\\/`` ``\\b\\f\\n\\r\\t`` where those
+apply, and ``\\uXXXX`` (hex digits in either case) for any code point, characters above U+FFFF as a
+UTF-16 surrogate pair ``\\uD8xx\\uDCxx`` (high then low). An escape is one decoded character, so
+length bounds count it once (a surrogate pair is one code point, as ``len(json.loads(...))``).
+
+Lone surrogates (``\\ud800`` not followed by a low surrogate, or a low one on its own) are not
+Unicode scalar values and are rejected everywhere, although Python's ``json`` (hence ``jsonschema``)
+decodes them: generated text must round-trip through UTF-8.
+
+The escape branch of a class is a short chain of hex-digit states built as a trie over the hex digits
+of its code points, digits leading to the same suffixes sharing one branch (``_hex_digits``): any
+character (``ANY_CHAR``) costs ``\\u`` and 3-4 digit states for the BMP and about 10 more for a pair.
 """
 
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
-from constrain.json_schema.numbers import alt, cat, lit, rep
+from constrain.json_schema.numbers import EMPTY, alt, cat, lit, rep
 from constrain.regex import charset as cs
 
 QUOTE = lit('"')
@@ -29,28 +38,112 @@ def _minus(a: cs.Ranges, b: cs.Ranges) -> cs.Ranges:
     return _intersect(a, cs.negate(b))
 
 
+@lru_cache(maxsize=None)
 def char_spellings(ranges: cs.Ranges):
-    """AST of every JSON spelling of one character from ``ranges``."""
+    """AST of every JSON spelling of one character from ``ranges`` (see the module docstring);
+    None for an empty class. Surrogate code points are dropped first (some parsed classes, e.g. the
+    ``.*`` around an unanchored pattern, span them): no lone surrogate escape is ever spelled."""
+    ranges = cs.normalize(ranges)
     options = []
     raw = _minus(ranges, _RAW_FORBIDDEN)
     if raw:
         options.append(("set", raw))
-    special = _intersect(ranges, cs.normalize(list(_RAW_FORBIDDEN) + [(0x2F, 0x2F)]))
-    for lo, hi in special:
+    for lo, hi in _intersect(ranges, _SHORT_SET):
         for cp in range(lo, hi + 1):
-            if cp in _SHORT_ESCAPES:
-                options.append(lit(_SHORT_ESCAPES[cp]))
-            if cp < 0x20:
-                # \\u00XX with either hex case
-                h = f"{cp:04x}"
-                options.append(cat(lit("\\u00"), _hex_digit(h[2]), _hex_digit(h[3])))
+            options.append(lit(_SHORT_ESCAPES[cp]))
+    options.append(_escape_spellings(ranges))
     return alt(*options)
 
 
-def _hex_digit(d: str):
-    if d.isdigit():
-        return lit(d)
-    return ("set", cs.normalize([(ord(d.lower()), ord(d.lower())), (ord(d.upper()), ord(d.upper()))]))
+_SHORT_SET = cs.normalize((cp, cp) for cp in _SHORT_ESCAPES)
+_U = lit("\\u")
+
+
+def _digit_class(digits: list[int]):
+    """One hex digit among ``digits`` (values 0-15), letters in either case."""
+    cps = []
+    for d in digits:
+        c = f"{d:x}"
+        cps.append(ord(c))
+        if c.isalpha():
+            cps.append(ord(c.upper()))
+    return ("set", cs.normalize((c, c) for c in cps))
+
+
+def _merge_ranges(ranges) -> tuple:
+    """Sorted, merged integer ranges (unlike ``cs.normalize``, surrogates are kept: these are the
+    values of escapes, not characters)."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(ranges):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in out)
+
+
+@lru_cache(maxsize=None)
+def _hex_digits(ranges: tuple, width: int):
+    """Exactly ``width`` hex digits (either case) whose value lies in ``ranges`` (merged ranges within
+    0..16**width-1); None if empty. A trie over the digits, most significant first, where the digits
+    leading to the same set of suffixes share one branch (so a full block is ``HEX{k}`` and any
+    class costs at most ``width`` digit positions)."""
+    if not ranges:
+        return None
+    size = 16 ** width
+    if ranges == ((0, size - 1),):
+        return cat(*[HEX] * width) if width else EMPTY
+    step = size // 16
+    groups: dict[tuple, list[int]] = {}
+    for d in range(16):
+        base = d * step
+        sub = tuple((max(lo, base) - base, min(hi, base + step - 1) - base)
+                    for lo, hi in ranges if lo < base + step and hi >= base)
+        if sub:
+            groups.setdefault(sub, []).append(d)
+    return alt(*[cat(_digit_class(ds), _hex_digits(sub, width - 1)) for sub, ds in groups.items()])
+
+
+def _escape_spellings(ranges: cs.Ranges):
+    """``\\uXXXX`` spellings of the code points in ``ranges``: BMP ones directly, those above U+FFFF
+    as a surrogate pair (high ``\\uD800-\\uDBFF`` then low ``\\uDC00-\\uDFFF``). Lone surrogates are
+    never spelled (``ranges`` holds no surrogate code points)."""
+    options = []
+    bmp = tuple((lo, min(hi, 0xFFFF)) for lo, hi in ranges if lo <= 0xFFFF)
+    h = _hex_digits(_merge_ranges(bmp), 4)
+    if h is not None:
+        options.append(cat(_U, h))
+    # astral: group the high surrogates by the set of low surrogates that may follow them
+    partial: dict[int, list[tuple[int, int]]] = {}
+    full: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if hi < 0x10000:
+            continue
+        a, b = max(lo, 0x10000) - 0x10000, hi - 0x10000
+        ha, la = divmod(a, 1024)
+        hb, lb = divmod(b, 1024)
+        if ha == hb:
+            partial.setdefault(ha, []).append((la, lb))
+            continue
+        first, last = ha, hb
+        if la:
+            partial.setdefault(ha, []).append((la, 1023))
+            first += 1
+        if lb != 1023:
+            partial.setdefault(hb, []).append((0, lb))
+            last -= 1
+        if first <= last:
+            full.append((first, last))
+    by_lows: dict[tuple, list[tuple[int, int]]] = {}
+    for high, lows in partial.items():
+        by_lows.setdefault(_merge_ranges(lows), []).append((high, high))
+    if full:
+        by_lows.setdefault(((0, 1023),), []).extend(full)
+    for lows, highs in by_lows.items():
+        high_hex = _hex_digits(_merge_ranges((0xD800 + a, 0xD800 + b) for a, b in highs), 4)
+        low_hex = _hex_digits(tuple((0xDC00 + a, 0xDC00 + b) for a, b in lows), 4)
+        options.append(cat(_U, high_hex, _U, low_hex))
+    return alt(*options)
 
 
 ANY_CHAR = char_spellings(cs.ANY)
@@ -61,33 +154,21 @@ def canonical_string_literal(value: str):
     return lit(json.dumps(value, ensure_ascii=False))
 
 
-def _hex4(n: int):
-    """``\\u`` and four hex digits of ``n``, either case."""
-    return cat(lit("\\u"), *[_hex_digit(d) for d in f"{n:04x}"])
-
-
 def _char_every_spelling(cp: int):
-    """Every JSON spelling of the code point ``cp``: raw where JSON allows it, its short escape,
-    ``\\uXXXX`` (hex digits in either case; a surrogate pair above U+FFFF)."""
-    options = []
-    if not (cp < 0x20 or cp in (0x22, 0x5C) or 0xD800 <= cp <= 0xDFFF):
-        options.append(lit(chr(cp)))
-    if cp in _SHORT_ESCAPES:
-        options.append(lit(_SHORT_ESCAPES[cp]))
-    if cp <= 0xFFFF:
-        options.append(_hex4(cp))
-    else:
-        v = cp - 0x10000
-        options.append(cat(_hex4(0xD800 | v >> 10), _hex4(0xDC00 | v & 0x3FF)))
-    return alt(*options)
+    """Every JSON spelling of the code point ``cp`` (``char_spellings`` of the one-character class).
+    A lone surrogate (only a const/enum value can hold one) is spelled ``\\uXXXX`` only: the schema
+    names it, but no class ever generates one."""
+    if 0xD800 <= cp <= 0xDFFF:
+        return cat(_U, _hex_digits(((cp, cp),), 4))
+    return char_spellings(cs.single(cp))
 
 
 def string_literal(value: str):
     """Every JSON spelling of the string ``value``: each character raw (where allowed), as its short
     escape, or as ``\\uXXXX`` in either hex case (surrogate pairs for astral characters).
 
-    A superset of the spellings ``ANY_CHAR`` generates, so subtracting it removes the value
-    exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
+    The same spellings as ``ANY_CHAR`` and every class generate for these characters, so subtracting
+    it removes the value exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
     return cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE)
 
 
