@@ -110,12 +110,31 @@ def walk_allowed(trans: np.ndarray, start: int, trie: ByteTrie, out_words: np.nd
     nodes = trie_nodes(trie)
     count, last = _walk_nodes(trans, np.int32(start), nodes.byte, nodes.depth, nodes.skip, nodes.token,
                               trie.max_len, out_words)
-    for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
-        if (out_words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
-            out_words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
-            count += 1
-            last = dst
+    added, dup_last = copy_duplicate_bits(out_words, nodes)
+    if added:
+        count, last = count + added, dup_last
     return int(count), int(last)
+
+
+def copy_duplicate_bits(words: np.ndarray, nodes) -> tuple[int, int]:
+    """Tokens with the same bytes as another (the trie holds one of them) get that one's bit.
+    Returns (bits added, the last token added or -1)."""
+    src, dst = nodes.dup_of, nodes.dup_ids
+    if len(src) == 0:
+        return 0, -1
+    on = ((words[src >> 5] >> (src & 31).astype(np.uint32)) & np.uint32(1)).astype(bool)
+    if not on.any():
+        return 0, -1
+    d = dst[on]
+    np.bitwise_or.at(words, d >> 5, np.left_shift(np.uint32(1), (d & 31).astype(np.uint32)))
+    return int(on.sum()), int(d[-1])
+
+
+def popcount(words: np.ndarray) -> int:
+    """Number of set bits (allowed tokens) in a bitmask row."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return int(np.bitwise_count(words).sum())
+    return int(np.unpackbits(words.view(np.uint8)).sum())
 
 
 def walk_allowed_numpy(trans: np.ndarray, start: int, trie: ByteTrie, padded: np.ndarray | None = None) -> np.ndarray:

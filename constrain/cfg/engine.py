@@ -29,6 +29,7 @@ from constrain.cfg.lexer import LexerBlocks
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
+from constrain.walk import copy_duplicate_bits, popcount
 from tokenizer_index import TokenizerIndex
 from tokenizer_index.trie import trie_nodes
 
@@ -463,10 +464,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             words |= part
         if dense:
             words |= self._combined_walk(dense, nodes, trie)
-        for src, dst in zip(nodes.dup_of.tolist(), nodes.dup_ids.tolist()):
-            if (words[src >> 5] >> np.uint32(src & 31)) & np.uint32(1):
-                words[dst >> 5] |= np.uint32(1) << np.uint32(dst & 31)
-        count = int(np.unpackbits(words.view(np.uint8)).sum())
+        copy_duplicate_bits(words, nodes)
+        count = popcount(words)
         last = -1
         if count == 1:
             last = int(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0])
