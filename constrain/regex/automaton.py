@@ -693,4 +693,7 @@ def _word_set_dfa(words: list[bytes]) -> DFA:
     reps = np.concatenate([[int(np.argmin(used))] if not used.all() else [], np.flatnonzero(used)]).astype(np.intp)
     if used.all():
         class_of = class_of - 1
-    return DFA(trans=trans, accepting=accepting, table=np.ascontiguousarray(trans[:, reps]), classes=class_of)
+    # minimal and acyclic: two states are told apart within the longest word (the horizon)
+    horizon = min(len(order) - 1, max(len(w) for w in words))
+    return DFA(trans=trans, accepting=accepting, table=np.ascontiguousarray(trans[:, reps]), classes=class_of,
+               horizon=horizon)
