@@ -46,6 +46,7 @@ MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are re
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
 MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
 MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
+STRING_KEYS = {"minLength", "maxLength", "pattern", "format", "__patterns", "__formats", "__not_strings"}
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
@@ -486,6 +487,62 @@ class _Builder:
         return lo, lo_strict, hi, hi_strict
 
     def _string(self, schema: dict, pointer: str, regular: bool = False):
+        removed = schema.get("__not_strings", [])
+        if removed:  # a language to subtract from: the strings must be one DFA
+            regular = True
+        result = self._string_parts(schema, pointer, regular)
+        for entry in removed:
+            result = self._without_strings(result, entry, pointer)
+            if result is None:
+                raise EmptySchemaError("no string satisfies the constraints together with the negated ones", pointer)
+        return result
+
+    def _without_strings(self, lang, entry: dict, pointer: str):
+        """``lang`` minus the strings meeting ``entry`` (string keywords from a negation, ``__at`` its
+        pointer); None when nothing is left.
+
+        Exact on spellings: every string language here holds every JSON spelling of each of its
+        strings (``strings.py``), and a spelling decodes to one string, so the spellings of the
+        strings outside ``entry`` are exactly the spellings in ``lang`` minus those of ``entry``'s
+        language. Where that language cannot be built (a refused keyword, too many DFA states) the
+        negation is refused; under unsupported="ignore" nothing is removed (looser, never tighter)."""
+        minus = self._removed_strings(entry, pointer)
+        if minus is None:
+            return lang
+        try:
+            return boolean.difference(lang, minus)
+        except RegexError as e:
+            self.refuse("not", entry.get("__at", pointer), f"the strings failing these conditions: {str(e).splitlines()[0]}")
+            return lang
+
+    def _removed_strings(self, entry: dict, pointer: str, built: list | None = None):
+        """The language of a ``__not_strings`` entry; None when it is empty or (unsupported="ignore")
+        cannot be built (then ``built``, if given, receives False). Memoised per entry."""
+        at = entry.get("__at", pointer)
+        cond = {k: v for k, v in entry.items() if k != "__at"}
+        key = ("not_strings", _dump(cond))
+        if key in self._memo:
+            return self._memo[key]
+        failed = None
+        self._must_refuse += 1
+        try:
+            self._memo[key] = self._string_parts(cond, at, regular=True)
+            return self._memo[key]
+        except EmptySchemaError:
+            self._memo[key] = None
+            return None  # no string meets the negated conditions: none to remove
+        except UnsupportedSchemaError as e:
+            failed = f"{e.keyword} at {e.pointer}: " + str(e).split(": ", 1)[-1].split(". Pass unsupported=")[0]
+        except RegexError as e:
+            failed = str(e).splitlines()[0]
+        finally:
+            self._must_refuse -= 1
+        self.refuse("not", at, f"the negated string conditions cannot be built ({failed})")
+        if built is not None:
+            built.append(False)
+        return None
+
+    def _string_parts(self, schema: dict, pointer: str, regular: bool = False):
         min_len = _int_keyword(schema, "minLength", 0, pointer)
         max_len = _int_keyword(schema, "maxLength", None, pointer)
         for key, v in (("minLength", min_len), ("maxLength", max_len)):
@@ -601,6 +658,10 @@ class _Builder:
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
         banned = rest.pop("__not_values", [])
         candidates = [c for c in candidates if not any(_json_equal(c, b) for b in banned)]
+        for entry in rest.pop("__not_strings", []):  # strings a negation removed
+            minus = self._removed_strings(entry, pointer) if any(isinstance(c, str) for c in candidates) else None
+            if minus is not None:
+                candidates = [c for c in candidates if not (isinstance(c, str) and _key_allowed(minus, c))]
         if rest:
             candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
         # every spelling of each value; a big enum keeps one spelling per value (the word-set fast path)
@@ -1202,7 +1263,7 @@ class _Builder:
 
     def _not(self, schema: dict, pointer: str):
         rest = {k: v for k, v in schema.items() if k != "not"}
-        negated = self._negate(schema["not"], pointer + "/not")
+        negated = self._negate_in(schema["not"], [], pointer + "/not")
         if negated is False:
             return None
         if negated is True:
@@ -1221,6 +1282,8 @@ class _Builder:
         keys = set(sub) - ANNOTATIONS
         if not keys:
             return False
+        if keys == {"not"}:
+            return self.refs.deref(sub["not"], pointer + "/not")  # NOT NOT X = X
         if keys == {"type"}:
             banned = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
             if "integer" in banned and "number" not in banned:
@@ -1264,9 +1327,42 @@ class _Builder:
             if sub.get("type") == "integer":
                 self.refuse("not", pointer, "'not' of a bounded integer (non-integral numbers pass it)")
             return {"anyOf": [{"type": others}, base]}
+        if keys & STRING_KEYS and keys <= STRING_KEYS | {"type"}:
+            return self._negate_string(sub, pointer)
         self.refuse("not", pointer, "this 'not' cannot be expressed (supported: types, const/enum, simple "
                                     "property constraints, single numeric bounds, and their anyOf/allOf)")
         return True
+
+    def _negate_string(self, sub: dict, pointer: str):
+        """NOT of ``type`` with string keywords (minLength, maxLength, pattern, format).
+
+        The string keywords hold for every non-string, so a value fails ``sub`` when its type is
+        not allowed (only if ``sub`` names types) or it is a string failing the conjunction of the
+        string keywords (De Morgan: strings outside that language, kept as a ``__not_strings``
+        entry that ``_string`` subtracts from the string language), or, where ``sub`` itself came
+        from a negation, a string it removed (one meeting one of its ``__not_strings`` entries)."""
+        types = sub.get("type")
+        options = []
+        if types is not None:
+            options.append(self._negate({"type": types}, pointer))
+            if "string" not in (types if isinstance(types, list) else [types]):
+                return _union_of(options)
+        cond = {k: sub[k] for k in ("minLength", "maxLength", "pattern", "__patterns") if k in sub}
+        formats = ([sub["format"]] if "format" in sub else []) + list(sub.get("__formats", []))
+        if self.opt.formats == "assert":
+            # formats no validator knows are annotations; checked ones not enforced here are refused later
+            formats = [f for f in formats if f in FORMATS or f in _checked_formats()]
+            if formats:
+                cond["__formats"] = formats
+        if cond:
+            built = []
+            self._removed_strings(cond, pointer, built)  # size limits are refused here, where a oneOf can catch them
+            if built:  # unsupported="ignore": the negation is dropped (looser)
+                return True
+            options.append({"type": "string", "__not_strings": [dict(cond, __at=pointer)]})
+        for entry in sub.get("__not_strings", []):
+            options.append(dict({k: v for k, v in entry.items() if k != "__at"}, type="string"))
+        return _union_of(options)
 
     def _rewrite_conditionals(self, schema: dict, pointer: str):
         """if/then/else, dependentRequired, dependentSchemas and dependencies as anyOf/allOf (exact)."""
@@ -1418,6 +1514,10 @@ def _union_of(negations: list):
     if not kept:
         return False
     return kept[0] if len(kept) == 1 else {"anyOf": kept}
+
+
+def _dump(schema) -> str:
+    return json.dumps(schema, sort_keys=True, default=str)
 
 
 def _same_schema(a, b) -> bool:

@@ -153,7 +153,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         if key == "const":
             _merge_key(out, "enum", [value], pointer, builder, parts)
             return
-        if key == "__not_values":
+        if key in ("__not_values", "__not_strings"):
             out[key] = list(value)
             return
         out[key] = value
@@ -184,7 +184,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         for name, sub in value.items():
             merged[name] = siblings(merged[name], sub) if name in merged else sub
         out[key] = merged
-    elif key == "__not_values":
+    elif key in ("__not_values", "__not_strings"):
         out[key] = list(old) + list(value)
     elif key == "enum":
         out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
