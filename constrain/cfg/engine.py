@@ -1,17 +1,20 @@
-"""The context-free engine: Earley contexts x lexer DFAs, masks by one trie walk per state.
+"""The context-free engine: Earley contexts x lexer DFAs, masks by trie walks per state.
 
 A matcher state is a set of configurations ``(context, lexer_state)``: ``context`` is an Earley
-set (``earley.py``) holding every terminal completed so far, ``lexer_state`` a state of the lexer
-DFA built for the terminals that context allows (plus ignored ones), i.e. the partial terminal
-being spelled. Every lexer DFA has a start state nothing leads back to, so ``lexer_state ==
+set (``fast_earley.py``) holding every terminal completed so far, ``lexer_state`` a state of the
+lexer built for the terminals that context allows (plus ignored ones), i.e. the partial terminal
+being spelled. Every lexer block has a start state nothing leads back to, so ``lexer_state ==
 start`` means "between terminals". A byte either continues the current terminal or, where a
 terminal may end (no maximal munch: every end is a branch), also starts the next one in the
 context after that terminal. The set of configurations is what makes lexing exact.
 
-Masks: ``_walk_cfg`` (numba) walks the vocabulary trie once carrying the configuration set per
-depth, and skips every subtree whose set dies. Parser edges it has not seen yet are reported
-back, computed in Python, and the walk reruns (usually once or twice per new context). Masks
-and configuration sets are interned, so repeated structure costs a dictionary lookup.
+Masks, per configuration: the tokens that stay inside the lexer (cached per state class, shared
+by every context), plus the tokens that cross a boundary, walked from the few trie nodes where a
+crossing can start (``_walk_subtrees``); configurations whose boundaries are everywhere take one
+combined walk carrying the configuration set per depth (``_walk_cfg``). The walks advance the
+parser inline (numba ``fast_earley.advance``) and pause only for Python to grow the parser store
+or build a lexer block. Masks and configuration sets are interned, so repeated structure costs a
+dictionary lookup.
 """
 
 from __future__ import annotations
