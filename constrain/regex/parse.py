@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import re
+import warnings
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -290,7 +291,9 @@ def _sre_tree(pattern: str, flags: int):
     if flags & re.MULTILINE:
         raise RegexError("re.MULTILINE is not supported: anchors mean the subject's start and end only")
     try:
-        tree = sre_parse.parse(pattern, flags)
+        with warnings.catch_warnings():  # "possible nested set / set difference": today's meaning is ours
+            warnings.simplefilter("ignore", FutureWarning)
+            tree = sre_parse.parse(pattern, flags)
     except re.error as e:
         raise RegexError(f"invalid regex: {e.msg}", source=pattern, pos=e.pos) from None
     except (OverflowError, RecursionError) as e:
