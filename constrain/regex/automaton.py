@@ -7,6 +7,8 @@ is what makes a token mask sound: a token is allowed iff its bytes never hit ``-
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -592,10 +594,31 @@ def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.
     return table, acc, horizon
 
 
+_MEMO: "OrderedDict[tuple, DFA]" = OrderedDict()
+_MEMO_ENTRIES = 256  # recently built automata kept per process ...
+_MEMO_MAX_STATES = 4096  # ... when small (big ones are rarely rebuilt and cost memory)
+_memo_lock = threading.Lock()
+
+
 def build_dfa(node, source: str | None = None) -> DFA:
-    """Compile an AST to a trimmed minimal DFA; raise ``RegexError`` for an empty language."""
+    """Compile an AST to a trimmed minimal DFA; raise ``RegexError`` for an empty language.
+
+    Results are memoised by AST (process-wide, LRU): JSON Schema compilation builds the same
+    sub-languages again and again (any string in every spelling, numbers, formats), and DFAs are
+    immutable, so callers may share them."""
+    with _memo_lock:
+        hit = _MEMO.get(node)
+        if hit is not None:
+            _MEMO.move_to_end(node)
+            return hit
     with gc_paused():
-        return _build_dfa(node, source)
+        dfa = _build_dfa(node, source)
+    if dfa.num_states <= _MEMO_MAX_STATES:
+        with _memo_lock:
+            _MEMO[node] = dfa
+            if len(_MEMO) > _MEMO_ENTRIES:
+                _MEMO.popitem(last=False)
+    return dfa
 
 
 def _build_dfa(node, source: str | None) -> DFA:
