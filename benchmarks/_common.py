@@ -238,6 +238,9 @@ class Ours(Lib):
             g = c.Grammar.from_gbnf(source)  # type: ignore[attr-defined]
         else:
             raise ValueError(kind)
+        from constrain.regex.automaton import clear_memo
+
+        clear_memo()  # cold: no automaton memoised by an earlier compile
         return c.compile(g, index, cache=False)
 
     def matcher(self, compiled):

@@ -92,6 +92,9 @@ class OursJSB(Ours):
 
     def compile(self, index, kind, source):
         c = self.constrain
+        from constrain.regex.automaton import clear_memo
+
+        clear_memo()  # cold: no automaton memoised by an earlier schema
         return c.compile(c.Grammar.from_json_schema(source, **self.options), index, cache=False)
 
 
