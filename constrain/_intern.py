@@ -1,4 +1,5 @@
-"""Interning int32 vectors in numba: the state tables of subset and product constructions.
+"""Interning int32 vectors in numba: the state tables of subset and product constructions
+(plus the reverse search that trims them).
 
 A DFA state built from several smaller states (a set of NFA states, a vector of live terminal
 components) is identified by that sorted vector. ``find_vector``/``add_vector`` keep the vectors
@@ -90,6 +91,22 @@ def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - n
 
 
 @numba.njit(cache=True)
+def intern_vector(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cover - numba
+    """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new, unless ``n >= max_n``
+    (then id -1). Returns (id, whether it is new, and the possibly grown arrays)."""
+    h = vector_hash(v, m)
+    if h == UNINDEXED:  # that hash means "never found": move off it
+        h = 1
+    found = find_vector(v, m, h, vec_ptr, vec, hashes, slots)
+    if found >= 0:
+        return found, False, vec_ptr, vec, hashes, slots
+    if n >= max_n:
+        return -1, False, vec_ptr, vec, hashes, slots
+    vec_ptr, vec, hashes, slots = add_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
+    return n, True, vec_ptr, vec, hashes, slots
+
+
+@numba.njit(cache=True)
 def grown_rows(rows, n, fill):  # pragma: no cover - numba
     """``rows`` (2-D) with room for at least ``n`` rows, new rows set to ``fill``."""
     if n <= rows.shape[0]:
@@ -107,3 +124,26 @@ def grown(a, n):  # pragma: no cover - numba
     out = np.zeros(max(n, 2 * a.shape[0]), dtype=a.dtype)
     out[: a.shape[0]] = a
     return out
+
+
+@numba.njit(cache=True)
+def reverse_reach(ptr, rev_src, seeds):  # pragma: no cover - numba
+    """States from which a ``seeds`` state is reachable, given each state's predecessors
+    ``rev_src[ptr[t]:ptr[t + 1]]`` (one linear search; used to trim automata)."""
+    live = seeds.copy()
+    stack = np.empty(seeds.shape[0], dtype=np.int64)
+    top = 0
+    for t in range(seeds.shape[0]):
+        if seeds[t]:
+            stack[top] = t
+            top += 1
+    while top > 0:
+        top -= 1
+        t = stack[top]
+        for k in range(ptr[t], ptr[t + 1]):
+            s = rev_src[k]
+            if not live[s]:
+                live[s] = True
+                stack[top] = s
+                top += 1
+    return live

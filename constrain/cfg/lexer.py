@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import UNINDEXED, add_vector, find_vector, grown_rows, vector_hash
+from constrain._intern import UNINDEXED, add_vector, grown_rows, intern_vector
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -65,16 +65,12 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, ve
             prev[:m] = scratch[:m]
             found = -1
             if m > 0:
-                h = vector_hash(scratch, m)
-                if h == UNINDEXED:
-                    h = 1
-                found = find_vector(scratch, m, h, vec_ptr, vec, hashes, slots)
+                found, new, vec_ptr, vec, hashes, slots = intern_vector(scratch, m, vec_ptr, vec, hashes, slots, n,
+                                                                        max_states)
                 if found < 0:
-                    if n >= max_states:
-                        return rows, vec_ptr, vec, hashes, slots, -1
-                    vec_ptr, vec, hashes, slots = add_vector(scratch, m, h, vec_ptr, vec, hashes, slots, n)
+                    return rows, vec_ptr, vec, hashes, slots, -1
+                if new:
                     rows = grown_rows(rows, n + 1, -1)
-                    found = n
                     n += 1
             rows[q, b] = found
             prev_found = found

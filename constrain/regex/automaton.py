@@ -15,7 +15,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from constrain._intern import UNINDEXED, add_vector, find_vector, grown, vector_hash
+from constrain._intern import grown, intern_vector, reverse_reach
 from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
@@ -223,20 +223,9 @@ def _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, final):  # pragma: no
             t = e_dst[k]
             rsrc[fill[t]] = s
             fill[t] += 1
-    co = np.zeros(n, dtype=np.bool_)
-    co[final] = True
-    stack = np.empty(n, dtype=np.int64)
-    stack[0] = final
-    top = 1
-    while top > 0:
-        top -= 1
-        t = stack[top]
-        for k in range(rptr[t], rptr[t + 1]):
-            s = rsrc[k]
-            if not co[s]:
-                co[s] = True
-                stack[top] = s
-                top += 1
+    seeds = np.zeros(n, dtype=np.bool_)
+    seeds[final] = True
+    co = reverse_reach(rptr, rsrc, seeds)
     p2 = np.zeros(n + 1, dtype=np.int64)
     d2 = np.empty(eps_dst.shape[0], dtype=np.int32)
     q2 = np.zeros(n + 1, dtype=np.int64)
@@ -377,14 +366,11 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
             if m == 0:
                 continue
             subset = np.sort(ubuf[:m])
-            h = vector_hash(subset, m)
-            if h == UNINDEXED:
-                h = 1
-            found = find_vector(subset, m, h, set_ptr, sets, hashes, slots)
+            found, new, set_ptr, sets, hashes, slots = intern_vector(subset, m, set_ptr, sets, hashes, slots, n,
+                                                                     max_states)
             if found < 0:
-                if n >= max_states:
-                    return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
-                set_ptr, sets, hashes, slots = add_vector(subset, m, h, set_ptr, sets, hashes, slots, n)
+                return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
+            if new:
                 acc = grown(acc, n + 1)
                 is_acc = False
                 for k in range(m):
@@ -512,13 +498,8 @@ def _partition(table, accepting):  # pragma: no cover - numba
                     m += 2
                     hv = max(hv, height[w] + 1)
             height[v] = hv
-            h = vector_hash(sig, m)
-            if h == UNINDEXED:
-                h = 1
-            b = find_vector(sig, m, h, vec_ptr, vec, hashes, slots)
-            if b < 0:
-                vec_ptr, vec, hashes, slots = add_vector(sig, m, h, vec_ptr, vec, hashes, slots, nb)
-                b = nb
+            b, new, vec_ptr, vec, hashes, slots = intern_vector(sig, m, vec_ptr, vec, hashes, slots, nb, n + 1)
+            if new:
                 nb += 1
             block[v] = b
         return block, nb, True, height[0]

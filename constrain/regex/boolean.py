@@ -7,9 +7,9 @@ property names that are NOT declared ones). These build the product automaton an
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from constrain._intern import reverse_reach
 from constrain.regex.automaton import DFA, MAX_DFA_STATES, build_dfa
 from constrain.errors import RegexError
 
@@ -84,24 +84,6 @@ def _trimmed(trans: np.ndarray, accepting: np.ndarray) -> DFA | None:
     return DFA(trans=np.ascontiguousarray(t, dtype=np.int32), accepting=accepting[keep])
 
 
-@numba.njit(cache=True)
-def _coreachable(ptr, rev_src, accepting):  # pragma: no cover - numba
-    live = accepting.copy()
-    stack = np.flatnonzero(accepting).astype(np.int64)
-    top = stack.shape[0]
-    stack = np.concatenate((stack, np.empty(accepting.shape[0], dtype=np.int64)))
-    while top > 0:
-        top -= 1
-        t = stack[top]
-        for k in range(ptr[t], ptr[t + 1]):
-            s = rev_src[k]
-            if not live[s]:
-                live[s] = True
-                stack[top] = s
-                top += 1
-    return live
-
-
 def coreachable_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """States from which an accepting state is reachable (one reverse search, linear)."""
     n = trans.shape[0]
@@ -110,7 +92,7 @@ def coreachable_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     order = np.argsort(dst, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
-    return _coreachable(ptr, src[order].astype(np.int64), np.ascontiguousarray(accepting, dtype=np.bool_))
+    return reverse_reach(ptr, src[order].astype(np.int64), np.ascontiguousarray(accepting, dtype=np.bool_))
 
 
 def _common_affixes(nodes):
