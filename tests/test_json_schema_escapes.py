@@ -19,22 +19,11 @@ import random
 import jsonschema
 import pytest
 
-import constrain
-from constrain import Grammar
 
-SPEC = dict(strict=False)
+from test_json_schema_spellings import compiled, index  # noqa: E402,F401 (the same fixture and helper)
 SHORT = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 LONE = ['"\\ud800"', '"\\uDBFF"', '"\\udc00"', '"\\ud83d"', '"\\ude00"', '"\\ud800\\u0041"', '"a\\udc00\\ud800"',
         '"\\ud83d\\ud83d"', '"\\ude00\\ud83d"']
-
-
-@pytest.fixture(scope="module")
-def index(real_vocab):
-    return real_vocab("smollm2")[1]
-
-
-def compiled(schema, index, **options):
-    return constrain.compile(Grammar.from_json_schema(schema, **{**SPEC, **options}), index)
 
 
 def oracle(schema):
