@@ -252,12 +252,29 @@ def _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, final):  # pragma: no
     return p2, d2[:a], q2, lo2[:b], hi2[:b], t2[:b], keep, co
 
 
+@numba.njit(cache=True, inline="always")
+def _sort_small(a, m):  # pragma: no cover - numba
+    """Sort ``a[:m]`` in place: insertion sort for the few members of most subsets."""
+    if m > 48:
+        a[:m] = np.sort(a[:m])
+        return
+    for j in range(1, m):
+        x = a[j]
+        i = j - 1
+        while i >= 0 and a[i] > x:
+            a[i + 1] = a[i]
+            i -= 1
+        a[i + 1] = x
+
+
 @numba.njit(cache=True)
 def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start, final, n_classes,
                          max_states):  # pragma: no cover - numba
     """Subset construction over byte classes. NFA states are pre-filtered (``_co_filter``: only
-    co-reachable targets; ``keep`` marks states worth holding in a subset). Returns (src, class,
-    dst) of the live transitions, the accepting flags and the state count, or ``n = -1`` past
+    co-reachable targets; ``keep`` marks states worth holding in a subset). Each DFA state sweeps
+    its member edges in class order, so a target is computed only where the live edges change,
+    and a single live edge reuses the subset of its target's closure. Returns (src, class, dst)
+    of the live transitions, the accepting flags and the state count, or ``n = -1`` past
     ``max_states``."""
     n_nfa = keep.shape[0]
     # memoised epsilon closures (kept states only, sorted)
@@ -272,8 +289,11 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     stack = np.empty(n_nfa + 1, dtype=np.int32)
     ubuf = np.empty(n_nfa + 1, dtype=np.int32)
     buf = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int32)
-    prev_found = -1  # target of the previous class (classes between cuts share it)
-    is_cut = np.zeros(n_classes + 1, dtype=np.bool_)
+    prev_found = -1  # target of the previous class (classes between changes share it)
+    # the sweep over one DFA state's member edges: sorted by low class, and the live ones
+    m_edges = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)
+    live = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)
+    single = np.full(n_nfa, -1, dtype=np.int64)  # DFA state of one NFA state's closure (-2: empty)
     # DFA state sets (constrain._intern)
     set_ptr = np.zeros(65, dtype=np.int64)
     sets = np.empty(256, dtype=np.int32)
@@ -297,36 +317,71 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
         else:
             members_lo = set_ptr[q]
             members_hi = set_ptr[q + 1]
-        if not first:  # classes where the set of active member edges changes
+        n_me = 0
+        if not first:  # member edges, sorted by low class: a sweep over classes keeps the live ones
             for j in range(members_lo, members_hi):
                 x = sets[j]
                 for k in range(e_ptr[x], e_ptr[x + 1]):
-                    is_cut[e_lo[k]] = True
-                    is_cut[e_hi[k]] = True
+                    m_edges[n_me] = k
+                    n_me += 1
+            for j in range(1, n_me):  # insertion sort: a state has few member edges
+                k = m_edges[j]
+                i = j - 1
+                while i >= 0 and e_lo[m_edges[i]] > e_lo[k]:
+                    m_edges[i + 1] = m_edges[i]
+                    i -= 1
+                m_edges[i + 1] = k
+        n_live = 0
+        nxt = 0  # next member edge (in low-class order) to become live
         for c in range(1 if first else n_classes):
-            if not first and c > 0 and not is_cut[c]:  # same edges as class c - 1: same target
-                if prev_found >= 0:
-                    t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
-                    t_src[n_t] = q
-                    t_cls[n_t] = c
-                    t_dst[n_t] = prev_found
-                    n_t += 1
-                continue
+            if not first:
+                changed = c == 0
+                w = 0
+                for j in range(n_live):  # drop edges that ended before c
+                    k = live[j]
+                    if e_hi[k] > c:
+                        live[w] = k
+                        w += 1
+                    else:
+                        changed = True
+                n_live = w
+                while nxt < n_me and e_lo[m_edges[nxt]] <= c:
+                    live[n_live] = m_edges[nxt]
+                    n_live += 1
+                    nxt += 1
+                    changed = True
+                if not changed:  # same live edges as class c - 1: same target
+                    if prev_found >= 0:
+                        if n_t >= t_src.shape[0]:  # (an inline check: a call per transition costs more than the rest)
+                            t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
+                        t_src[n_t] = q
+                        t_cls[n_t] = c
+                        t_dst[n_t] = prev_found
+                        n_t += 1
+                    continue
+                if n_live == 0 and nxt >= n_me:  # no edge reaches the remaining classes
+                    break
             cur_ustamp += 1
             m = 0
             if first:
                 targets_src = seeds
                 n_src = 1
             else:
-                n_src = 0
-                for j in range(members_lo, members_hi):
-                    x = sets[j]
-                    for k in range(e_ptr[x], e_ptr[x + 1]):
-                        if e_lo[k] <= c < e_hi[k]:
-                            buf[n_src] = e_dst[k]
-                            n_src += 1
+                for j in range(n_live):
+                    buf[j] = e_dst[live[j]]
+                n_src = n_live
                 prev_found = -1
                 targets_src = buf
+                if n_src == 1 and single[buf[0]] != -1:  # one live edge: its target's subset is known
+                    if single[buf[0]] >= 0:
+                        prev_found = single[buf[0]]
+                        if n_t >= t_src.shape[0]:
+                            t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
+                        t_src[n_t] = q
+                        t_cls[n_t] = c
+                        t_dst[n_t] = prev_found
+                        n_t += 1
+                    continue
             for a in range(n_src):
                 y = targets_src[a]
                 if clo_start[y] < 0:  # compute the closure of y
@@ -364,8 +419,11 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
                         ubuf[m] = z
                         m += 1
             if m == 0:
+                if not first and n_src == 1:
+                    single[buf[0]] = -2  # its closure holds no kept state
                 continue
-            subset = np.sort(ubuf[:m])
+            _sort_small(ubuf, m)
+            subset = ubuf
             found, new, set_ptr, sets, hashes, slots = intern_vector(subset, m, set_ptr, sets, hashes, slots, n,
                                                                      max_states)
             if found < 0:
@@ -380,8 +438,11 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
                 found = n
                 n += 1
             prev_found = found
+            if not first and n_src == 1:
+                single[buf[0]] = found
             if not first:
-                t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
+                if n_t >= t_src.shape[0]:
+                    t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
                 t_src[n_t] = q
                 t_cls[n_t] = c
                 t_dst[n_t] = found
@@ -389,11 +450,6 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
         if first:
             first = False
         else:
-            for j in range(members_lo, members_hi):
-                x = sets[j]
-                for k in range(e_ptr[x], e_ptr[x + 1]):
-                    is_cut[e_lo[k]] = False
-                    is_cut[e_hi[k]] = False
             q += 1
     return t_src[:n_t], t_cls[:n_t], t_dst[:n_t], acc[:n], n
 
@@ -521,7 +577,7 @@ def _partition(table, accepting):  # pragma: no cover - numba
         ptr[v + 1] = e
     for v in range(n):
         block[v] = 1 if accepting[v] else 0
-    block = _moore_rounds(ptr, cls, dst, block, n + 1)
+    _moore_rounds(ptr, cls, dst, block, n + 1)  # refines ``block`` in place
     nb = 0
     for v in range(n):
         nb = max(nb, block[v] + 1)

@@ -32,48 +32,45 @@ def _same_signature(a, b, part, ptr, cls, dst):  # pragma: no cover - numba
 @numba.njit(cache=True)
 def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
     """Up to ``depth`` Moore refinement rounds over a sparse transition list. Signatures are
-    hashed, states sorted by hash, and equal hashes verified exactly (collisions only split)."""
+    hashed into an open-addressing table (one linear pass a round, no sort); equal hashes are
+    verified exactly, so a collision can only split, never merge."""
     n = ptr.shape[0] - 1
     n_parts = 0
     for s in range(n):
         n_parts = max(n_parts, part[s] + 1)
     h = np.empty(n, dtype=np.int64)
     new = np.empty(n, dtype=np.int64)
-    reps = np.empty(n, dtype=np.int64)
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    mask = size - 1
+    slot_rep = np.empty(size, dtype=np.int64)  # a state holding the slot's signature, or -1
     for _ in range(depth):
+        slot_rep[:] = -1
+        nid = 0
         for s in range(n):
             x = np.int64(part[s]) * 1099511628211 + 7
             for e in range(ptr[s], ptr[s + 1]):
                 x = (x ^ cls[e]) * 1099511628211
                 x = (x ^ part[dst[e]]) * 1099511628211
             h[s] = x
-        order = np.argsort(h)
-        nid = 0
-        i = 0
-        while i < n:
-            j = i
-            while j < n and h[order[j]] == h[order[i]]:
-                j += 1
-            n_reps = 0
-            for a in range(i, j):
-                s = order[a]
-                found = -1
-                for r in range(n_reps):
-                    if _same_signature(s, reps[r], part, ptr, cls, dst):
-                        found = new[reps[r]]
-                        break
-                if found < 0:
-                    found = nid
+            i = ((x >> 29) ^ x) & mask
+            while True:
+                r = slot_rep[i]
+                if r < 0:
+                    slot_rep[i] = s
+                    new[s] = nid
                     nid += 1
-                    reps[n_reps] = s
-                    n_reps += 1
-                new[s] = found
-            i = j
+                    break
+                if h[r] == x and _same_signature(s, r, part, ptr, cls, dst):
+                    new[s] = new[r]
+                    break
+                i = (i + 1) & mask
         part[:] = new
         if nid == n_parts:
             break
         n_parts = nid
-    return part
+    return n_parts  # (``part`` is refined in place; returning the array itself broke numba's cache)
 
 
 def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int, min_states: int = MIN_STATES) -> np.ndarray:
@@ -94,4 +91,5 @@ def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int, min_sta
     dst = trans[src, cls].astype(np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
-    return _moore_rounds(ptr, cls.astype(np.int64), dst, part, depth)
+    _moore_rounds(ptr, cls.astype(np.int64), dst, part, depth)
+    return part
