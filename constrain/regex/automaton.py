@@ -88,28 +88,28 @@ class _NFA:
     """
 
     def __init__(self) -> None:
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []
+        self.n = 0  # states
+        # flat edge lists (converted to arrays in one go by ``_determinize``)
+        self.eps_src: list[int] = []
+        self.eps_dst: list[int] = []
+        self.e_src: list[int] = []
+        self.e_lo: list[int] = []
+        self.e_hi: list[int] = []  # inclusive
+        self.e_dst: list[int] = []
 
     def state(self) -> int:
-        self.eps.append([])
-        self.edges.append([])
-        return len(self.eps) - 1
+        self.n += 1
+        return self.n - 1
 
-    def epsilon_closure(self, root: int) -> frozenset[int]:
-        """States reachable from ``root`` over epsilon moves (memoised)."""
-        memo = self.__dict__.setdefault("_closure_memo", {})
-        got = memo.get(root)
-        if got is None:
-            seen = {root}
-            stack = [root]
-            while stack:
-                for t in self.eps[stack.pop()]:
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            got = memo[root] = frozenset(seen)
-        return got
+    def edge(self, src: int, lo: int, hi: int, dst: int) -> None:
+        self.e_src.append(src)
+        self.e_lo.append(lo)
+        self.e_hi.append(hi)
+        self.e_dst.append(dst)
+
+    def epsilon(self, src: int, dst: int) -> None:
+        self.eps_src.append(src)
+        self.eps_dst.append(dst)
 
     def build(self, node) -> tuple[int, int]:
         s = self.state()
@@ -119,17 +119,16 @@ class _NFA:
         kind = node[0]
         if kind == "set":
             e = self.state()
-            edges = self.edges
             ranges = node[1]
             if len(ranges) == 1 and ranges[0][1] < 0x80:  # one ASCII range: a single byte edge
-                edges[s].append((ranges[0][0], ranges[0][1], e))
+                self.edge(s, ranges[0][0], ranges[0][1], e)
                 return e
             for seq in _sequences(ranges):
                 cur = s
                 last = len(seq) - 1
                 for k, (lo, hi) in enumerate(seq):
                     nxt = e if k == last else self.state()
-                    edges[cur].append((lo, hi, nxt))
+                    self.edge(cur, lo, hi, nxt)
                     cur = nxt
             return e
         if kind == "cat":
@@ -141,7 +140,7 @@ class _NFA:
             e = self.state()
             for child in node[1]:
                 ce = self.build_from(child, s)  # branches share the start state
-                self.eps[ce].append(e)
+                self.epsilon(ce, e)
             return e
         if kind == "rep":
             _, child, lo, hi = node
@@ -152,15 +151,15 @@ class _NFA:
             if hi is None:
                 # a fresh loop head: looping back into ``cur`` could re-enter a sibling branch
                 head = self.state()
-                self.eps[cur].append(head)
+                self.epsilon(cur, head)
                 ce = self.build_from(child, head)
-                self.eps[ce].append(head)
-                self.eps[head].append(end)
+                self.epsilon(ce, head)
+                self.epsilon(head, end)
             else:
                 for _ in range(hi - lo):
-                    self.eps[cur].append(end)
+                    self.epsilon(cur, end)
                     cur = self.build_from(child, cur)
-                self.eps[cur].append(end)
+                self.epsilon(cur, end)
             return end
         if kind == "dfa":
             return self._embed_dfa(node[1], s)
@@ -183,18 +182,23 @@ class _NFA:
         ends_b[np.r_[starts_q[1:] != starts_q[:-1], True]] = 255
         targets = trans[starts_q, starts_b]
         keep = targets >= 0
-        edges = self.edges
         id_arr = np.asarray(ids)
-        dst = np.where((targets == dfa.start) & looped, loop_start, id_arr[targets.clip(min=0)])
-        for q, lo, hi, d in zip(starts_q[keep].tolist(), starts_b[keep].tolist(), ends_b[keep].tolist(),
-                                dst[keep].tolist()):
-            edges[ids[q]].append((lo, hi, d))
-            if q == dfa.start and looped:
-                edges[loop_start].append((lo, hi, d))
+        dst = np.where((targets == dfa.start) & looped, loop_start, id_arr[targets.clip(min=0)])[keep]
+        src_q, lo, hi = starts_q[keep], starts_b[keep], ends_b[keep]
+        if looped:  # the loop start copies the start state's edges
+            again = src_q == dfa.start
+            src = np.concatenate([id_arr[src_q], np.full(int(again.sum()), loop_start)])
+            lo, hi, dst = (np.concatenate([x, x[again]]) for x in (lo, hi, dst))
+        else:
+            src = id_arr[src_q]
+        self.e_src.extend(src.tolist())
+        self.e_lo.extend(lo.tolist())
+        self.e_hi.extend(hi.tolist())
+        self.e_dst.extend(dst.tolist())
         for q in np.flatnonzero(dfa.accepting).tolist():
-            self.eps[ids[q]].append(e)
+            self.epsilon(ids[q], e)
             if q == dfa.start and looped:
-                self.eps[loop_start].append(e)
+                self.epsilon(loop_start, e)
         return e
 
 
@@ -462,14 +466,19 @@ def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndar
     Returns None when the start state cannot reach acceptance (the language is empty).
     The NFA is flattened into arrays here; the construction itself runs in numba.
     """
-    eps, edges = nfa.eps, nfa.edges
-    eps_ptr = np.zeros(len(eps) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in eps], out=eps_ptr[1:])
-    e_ptr = np.zeros(len(edges) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in edges], out=e_ptr[1:])
-    eps_dst = np.fromiter((t for x in eps for t in x), dtype=np.int32, count=int(eps_ptr[-1]))
-    flat = np.fromiter((v for x in edges for e in x for v in e), dtype=np.int64, count=3 * int(e_ptr[-1]))
-    lo, hi, e_dst = flat[0::3], flat[1::3] + 1, flat[2::3].astype(np.int32)
+    n_states = nfa.n
+    eps_src = np.array(nfa.eps_src, dtype=np.int64)
+    order = np.argsort(eps_src, kind="stable")
+    eps_dst = np.array(nfa.eps_dst, dtype=np.int32)[order]
+    eps_ptr = np.zeros(n_states + 1, dtype=np.int64)
+    np.cumsum(np.bincount(eps_src, minlength=n_states), out=eps_ptr[1:])
+    e_src = np.array(nfa.e_src, dtype=np.int64)
+    order = np.argsort(e_src, kind="stable")
+    lo = np.array(nfa.e_lo, dtype=np.int64)[order]
+    hi = np.array(nfa.e_hi, dtype=np.int64)[order] + 1
+    e_dst = np.array(nfa.e_dst, dtype=np.int32)[order]
+    e_ptr = np.zeros(n_states + 1, dtype=np.int64)
+    np.cumsum(np.bincount(e_src, minlength=n_states), out=e_ptr[1:])
     # Byte classes: bytes no edge tells apart behave the same everywhere.
     cuts = np.unique(np.concatenate([[0, 256], lo, hi]))
     class_of = np.searchsorted(cuts, np.arange(256), side="right") - 1
