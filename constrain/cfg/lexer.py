@@ -25,13 +25,15 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 
 
 @numba.njit(cache=True)
-def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, vec, hashes, slots, n, max_states):  # pragma: no cover
+def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, vec, hashes, slots, n, max_states,
+            single_of):  # pragma: no cover
     """Add one block: a fresh start state for the component vector ``starts``, then every state
     reachable from it that is not in the store yet. States are interned by their vector of live
     components (``constrain._intern``), so blocks share every state but their starts: a start is
     stored unindexed, so a revisit of its vector is an ordinary state, which keeps "at a start
     state" meaning "between terminals". Arrays grow here and come back; ``n`` = -1 past
-    ``max_states``."""
+    ``max_states``. ``single_of[g]`` remembers the state of the one-component vector ``[g]`` (deep
+    inside one terminal every row is made of those: no hashing for them)."""
     k = starts.shape[0]
     scratch = np.empty(max(k, 1), dtype=np.int32)
     prev = np.empty(max(k, 1), dtype=np.int32)
@@ -64,14 +66,19 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, ve
             prev_m = m
             prev[:m] = scratch[:m]
             found = -1
-            if m > 0:
+            if m == 1 and single_of[scratch[0]] >= 0:
+                found = single_of[scratch[0]]
+            elif m > 0:
                 found, new, vec_ptr, vec, hashes, slots = intern_vector(scratch, m, vec_ptr, vec, hashes, slots, n,
                                                                         max_states)
                 if found < 0:
                     return rows, vec_ptr, vec, hashes, slots, -1
                 if new:
-                    rows = grown_rows(rows, n + 1, -1)
+                    if n + 1 > rows.shape[0]:
+                        rows = grown_rows(rows, n + 1, -1)
                     n += 1
+                if m == 1:
+                    single_of[scratch[0]] = found
             rows[q, b] = found
             prev_found = found
         q += 1
@@ -121,6 +128,7 @@ class LexerBlocks:
         self._comp_term = np.zeros(64, dtype=np.int32)
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
+        self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
         self._class_of_vector: dict[tuple, int] = {}  # several live components -> mask class
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
 
@@ -239,9 +247,10 @@ class LexerBlocks:
         old_n = self._n
         if self._class_table is None or self._class_table.shape[0] < len(self._class_rows):
             self._class_table = np.stack(self._class_rows) if self._class_rows else np.zeros((1, 256), dtype=np.int32)
+        self._single_of = _room(self._single_of, self._n_comp, -1)
         rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
                                                   starts, self._trans, self._vec_ptr, self._vec, self._hashes,
-                                                  self._slots, old_n, MAX_LEXER_STATES)
+                                                  self._slots, old_n, MAX_LEXER_STATES, self._single_of)
         if n < 0:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
         self._trans, self._vec_ptr, self._vec, self._hashes, self._slots, self._n = rows, vp, vec, hashes, slots, n
