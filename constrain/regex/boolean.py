@@ -31,9 +31,18 @@ def _product(a: DFA, b: DFA, keep) -> DFA | None:
     """Product automaton; ``keep(acc_a, acc_b)`` decides acceptance. A dead ``b`` component is
     kept as -1 (that is what makes the difference A - B work)."""
     # bytes that neither automaton tells apart form one class: step once per class, not per byte
-    columns = np.concatenate([a.trans, b.trans], axis=0).T  # [256, Sa + Sb]
-    _, rep_index, class_of = np.unique(columns, axis=0, return_index=True, return_inverse=True)
-    class_of = class_of.reshape(-1)
+    columns = np.ascontiguousarray(np.concatenate([a.trans, b.trans], axis=0).T)  # [256, Sa + Sb]
+    seen: dict[bytes, int] = {}
+    class_of = np.empty(256, dtype=np.int64)
+    reps: list[int] = []
+    for byte in range(256):  # (np.unique over rows is ~50x slower on wide rows)
+        key = columns[byte].tobytes()
+        c = seen.get(key)
+        if c is None:
+            c = seen[key] = len(reps)
+            reps.append(byte)
+        class_of[byte] = c
+    rep_index = np.asarray(reps, dtype=np.int64)
     ta = a.trans[:, rep_index].tolist()
     tb = b.trans[:, rep_index].tolist()
     n_classes = len(rep_index)
