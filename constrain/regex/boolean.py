@@ -7,6 +7,7 @@ property names that are NOT declared ones). These build the product automaton an
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from constrain._intern import reverse_reach
@@ -27,9 +28,110 @@ def _as_dfa(node) -> DFA | None:
         raise
 
 
-def _product(a: DFA, b: DFA, keep) -> DFA | None:
-    """Product automaton; ``keep(acc_a, acc_b)`` decides acceptance. A dead ``b`` component is
-    kept as -1 (that is what makes the difference A - B work)."""
+DENSE_PAIR_CELLS = 1 << 22  # pair tables up to this size are dense arrays (16 MB), larger ones hashed
+_GOLDEN = -7046029254386353131  # 0x9E3779B97F4A7C15 as a signed int64 (Fibonacci hashing)
+
+
+@numba.njit(cache=True)
+def _product_kernel(ta, tb, acc_a, acc_b, difference, max_states, dense_cells):  # pragma: no cover - numba
+    """Reachable pairs of the product over shared byte classes: a pair ``(x, y)`` (``y = -1``: B
+    is dead) is state ``ids[x * (Sb + 1) + y + 1]``, looked up in a dense table when it has at most
+    ``dense_cells`` cells, else in an open-addressing hash. Accepting: A and B (intersection) or A and not B (difference);
+    pairs with a dead B are dropped for an intersection, where they can never accept. Returns
+    (rows, accepting, n) with n = -1 past ``max_states``."""
+    sa_n, n_cls = ta.shape
+    width = tb.shape[0] + 1
+    dense = sa_n * width <= dense_cells
+    table = np.full(sa_n * width if dense else 1, -1, dtype=np.int32)
+    h_keys = np.full(1 if dense else 1024, -1, dtype=np.int64)
+    h_vals = np.empty(1 if dense else 1024, dtype=np.int32)
+    pa = np.empty(64, dtype=np.int32)
+    pb = np.empty(64, dtype=np.int32)
+    rows = np.full((64, n_cls), -1, dtype=np.int32)
+    acc = np.zeros(64, dtype=np.bool_)
+    pa[0] = 0
+    pb[0] = 0
+    n = 1
+    if dense:
+        table[1] = 0
+    else:
+        h_keys[(1 * _GOLDEN >> 20) & (h_keys.shape[0] - 1)] = 1
+        h_vals[(1 * _GOLDEN >> 20) & (h_keys.shape[0] - 1)] = 0
+    i = 0
+    while i < n:
+        x0 = pa[i]
+        y0 = pb[i]
+        b_acc = y0 >= 0 and acc_b[y0]
+        acc[i] = acc_a[x0] and (not b_acc if difference else b_acc)
+        for c in range(n_cls):
+            x = ta[x0, c]
+            if x < 0:
+                continue
+            y = tb[y0, c] if y0 >= 0 else -1
+            if y < 0 and not difference:
+                continue
+            key = np.int64(x) * width + y + 1
+            j = -1
+            if dense:
+                j = table[key]
+            else:
+                mask = h_keys.shape[0] - 1
+                slot = (key * _GOLDEN >> 20) & mask
+                while h_keys[slot] >= 0:
+                    if h_keys[slot] == key:
+                        j = h_vals[slot]
+                        break
+                    slot = (slot + 1) & mask
+            if j < 0:
+                if n >= max_states:
+                    return rows[:0], acc[:0], -1
+                j = n
+                if n == pa.shape[0]:
+                    pa2 = np.empty(2 * n, dtype=np.int32)
+                    pa2[:n] = pa
+                    pa = pa2
+                    pb2 = np.empty(2 * n, dtype=np.int32)
+                    pb2[:n] = pb
+                    pb = pb2
+                    r2 = np.full((2 * n, n_cls), -1, dtype=np.int32)
+                    r2[:n] = rows
+                    rows = r2
+                    a2 = np.zeros(2 * n, dtype=np.bool_)
+                    a2[:n] = acc
+                    acc = a2
+                pa[n] = x
+                pb[n] = y
+                n += 1
+                if dense:
+                    table[key] = j
+                else:
+                    if 2 * n > h_keys.shape[0]:  # grow and rehash
+                        k2 = np.full(4 * h_keys.shape[0], -1, dtype=np.int64)
+                        v2 = np.empty(4 * h_keys.shape[0], dtype=np.int32)
+                        m2 = k2.shape[0] - 1
+                        for s in range(h_keys.shape[0]):
+                            if h_keys[s] >= 0:
+                                t = (h_keys[s] * _GOLDEN >> 20) & m2
+                                while k2[t] >= 0:
+                                    t = (t + 1) & m2
+                                k2[t] = h_keys[s]
+                                v2[t] = h_vals[s]
+                        h_keys = k2
+                        h_vals = v2
+                    mask = h_keys.shape[0] - 1
+                    slot = (key * _GOLDEN >> 20) & mask
+                    while h_keys[slot] >= 0:
+                        slot = (slot + 1) & mask
+                    h_keys[slot] = key
+                    h_vals[slot] = j
+            rows[i, c] = j
+        i += 1
+    return rows[:n], acc[:n], n
+
+
+def _product(a: DFA, b: DFA, difference: bool) -> DFA | None:
+    """Product automaton accepting A and B, or A and not B (``difference``: a dead ``b``
+    component is kept as -1, which is what makes A - B work)."""
     # bytes that neither automaton tells apart form one class: step once per class, not per byte
     columns = np.ascontiguousarray(np.concatenate([a.trans, b.trans], axis=0).T)  # [256, Sa + Sb]
     seen: dict[bytes, int] = {}
@@ -43,41 +145,14 @@ def _product(a: DFA, b: DFA, keep) -> DFA | None:
             reps.append(byte)
         class_of[byte] = c
     rep_index = np.asarray(reps, dtype=np.int64)
-    ta = a.trans[:, rep_index].tolist()
-    tb = b.trans[:, rep_index].tolist()
-    n_classes = len(rep_index)
-    aa = a.accepting.tolist()
-    ab = b.accepting.tolist()
-    ids = {(0, 0): 0}
-    order = [(0, 0)]
-    rows = []
-    acc = []
-    dead_b = [-1] * n_classes
-    i = 0
-    while i < len(order):
-        sa, sb = order[i]
-        i += 1
-        acc.append(bool(keep(aa[sa], ab[sb] if sb >= 0 else False)))
-        na = ta[sa]
-        nb = tb[sb] if sb >= 0 else dead_b
-        row = [-1] * n_classes
-        for c in range(n_classes):
-            x = na[c]
-            if x < 0:
-                continue
-            key = (x, nb[c])
-            j = ids.get(key)
-            if j is None:
-                if len(order) >= MAX_DFA_STATES:
-                    raise RegexError(f"a combined automaton exceeds {MAX_DFA_STATES} states")
-                j = ids[key] = len(order)
-                order.append(key)
-            row[c] = j
-        rows.append(row)
-    table = np.asarray(rows, dtype=np.int32).reshape(len(rows), n_classes)
-    trans = np.ascontiguousarray(table[:, class_of])
-    accepting = np.asarray(acc, dtype=bool)
-    return _trimmed(trans, accepting)
+    ta = np.ascontiguousarray(a.trans[:, rep_index], dtype=np.int32)
+    tb = np.ascontiguousarray(b.trans[:, rep_index], dtype=np.int32)
+    rows, accepting, n = _product_kernel(ta, tb, a.accepting.astype(np.bool_), b.accepting.astype(np.bool_),
+                                         difference, MAX_DFA_STATES, DENSE_PAIR_CELLS)
+    if n < 0:
+        raise RegexError(f"a combined automaton exceeds {MAX_DFA_STATES} states")
+    trans = np.ascontiguousarray(rows[:, class_of])
+    return _trimmed(trans, accepting.copy())
 
 
 def _trimmed(trans: np.ndarray, accepting: np.ndarray) -> DFA | None:
@@ -127,7 +202,7 @@ def intersect(*nodes):
         return None
     result = dfas[0]
     for d in dfas[1:]:
-        result = _product(result, d, lambda x, y: x and y)
+        result = _product(result, d, difference=False)
         if result is None:
             return None
     return ("dfa", result)
@@ -141,7 +216,7 @@ def difference(node, minus):
     b = _as_dfa(minus)
     if b is None:
         return ("dfa", a)
-    result = _product(a, b, lambda x, y: x and not y)
+    result = _product(a, b, difference=True)
     return None if result is None else ("dfa", result)
 
 
