@@ -191,6 +191,10 @@ class LexerBlocks:
         self._next_class = int(out.max(initial=self._next_class - 1)) + 1
         return out
 
+    def _new_class(self) -> int:
+        self._next_class += 1
+        return self._next_class - 1
+
     def _register(self, old_n: int) -> None:
         """Accepted terminals and mask classes of the states ``_extend`` just added."""
         n = self._n
@@ -222,7 +226,7 @@ class LexerBlocks:
         vec = self._vec
         n = n_all - old_n
         out = np.empty(n, dtype=np.int64)
-        out[0] = self._new_classes(np.zeros(1, dtype=np.int64))[0]  # the new block's start state
+        out[0] = self._new_class()  # the new block's start state
         if n == 1:
             return out
         ptr = vec_ptr[1: n + 1]
@@ -238,7 +242,7 @@ class LexerBlocks:
             key = tuple(comp_class[vec[vec_ptr[q]: vec_ptr[q + 1]]].tolist())
             got = cache.get(key)
             if got is None:
-                got = cache[key] = self._new_classes(np.zeros(1, dtype=np.int64))[0]
+                got = cache[key] = self._new_class()
             out[q] = got
         return out
 

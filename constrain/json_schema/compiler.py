@@ -29,6 +29,8 @@ from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.parse import parse_regex, parse_search_regex
 
+_FREE_STRING = js.string_of_length()
+
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
 # spelling state: 20 per character, \uXXXX escapes and surrogate pairs included). Above it the
 # lexer's subset construction and mask classes cost seconds (4096: ~10-20 s with a 49k vocabulary on
@@ -107,6 +109,7 @@ class _Builder:
         self._memo: dict[str, int] = {}
         self._merging: set[str] = set()
         self._any: int | None = None
+        self._standalone: set = {_FREE_STRING}  # string value languages: terminals of their own
         self._negating = 0  # depth of _negate_in through $ref/allOf (recursive schemas)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
@@ -145,6 +148,10 @@ class _Builder:
                 return None
             if _ast(p):
                 if p == num.EMPTY:
+                    continue
+                if p in self._standalone:  # a string value: its own terminal, shared by equal ones
+                    flush()
+                    out.append(self.terminal(p))
                     continue
                 run.append(p)
             else:
@@ -388,7 +395,10 @@ class _Builder:
         if t in ("integer", "number"):
             return self._number(schema, pointer, integer=(t == "integer"))
         if t == "string":
-            return self._string(schema, pointer, regular or self._regular)
+            value = self._string(schema, pointer, regular or self._regular)
+            if _ast(value):
+                self._standalone.add(value)
+            return value
         if t == "object":
             return self._object(schema, pointer)
         return self._array(schema, pointer)
