@@ -25,18 +25,21 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 
 
 @numba.njit(cache=True)
-def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, vec, hashes, slots, n, max_states,
-            single_of):  # pragma: no cover
+def _extend(comp_flat, comp_row, comp_map, class_maps, class_cuts, starts, rows, vec_ptr, vec, hashes, slots, n,
+            max_states, single_of):  # pragma: no cover
     """Add one block: a fresh start state for the component vector ``starts``, then every state
     reachable from it that is not in the store yet. States are interned by their vector of live
     components (``constrain._intern``), so blocks share every state but their starts: a start is
     stored unindexed, so a revisit of its vector is an ordinary state, which keeps "at a start
     state" meaning "between terminals". Arrays grow here and come back; ``n`` = -1 past
     ``max_states``. ``single_of[g]`` remembers the state of the one-component vector ``[g]`` (deep
-    inside one terminal every row is made of those: no hashing for them)."""
+    inside one terminal every row is made of those: no hashing for them). A row is computed only
+    at the bytes where some live component's byte class changes (``class_cuts``); the bytes in
+    between lead where the previous one did."""
     k = starts.shape[0]
     scratch = np.empty(max(k, 1), dtype=np.int32)
     prev = np.empty(max(k, 1), dtype=np.int32)
+    cut = np.empty(256, dtype=np.bool_)
     q = n
     vec_ptr, vec, hashes, slots = add_vector(starts, k, UNINDEXED, vec_ptr, vec, hashes, slots, n)
     rows = grown_rows(rows, n + 1, -1)
@@ -46,7 +49,16 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, starts, rows, vec_ptr, ve
         hi = vec_ptr[q + 1]
         prev_m = -1
         prev_found = -1
+        cut[:] = False
+        cut[0] = True
+        for j in range(lo, hi):
+            cuts_j = class_cuts[comp_map[vec[j]]]
+            for b in range(256):
+                cut[b] |= cuts_j[b]
         for b in range(256):
+            if not cut[b]:
+                rows[q, b] = prev_found
+                continue
             m = 0
             for j in range(lo, hi):
                 g = vec[j]
@@ -124,6 +136,7 @@ class LexerBlocks:
         self._class_maps: dict[bytes, int] = {}
         self._class_rows: list[np.ndarray] = []
         self._class_table: np.ndarray | None = None  # [maps, 256], stacked on demand
+        self._class_cuts: np.ndarray | None = None  # [maps, 256] bool: byte b starts a new class
         self._comp_acc = np.zeros(64, dtype=np.bool_)
         self._comp_term = np.zeros(64, dtype=np.int32)
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
@@ -251,9 +264,11 @@ class LexerBlocks:
         old_n = self._n
         if self._class_table is None or self._class_table.shape[0] < len(self._class_rows):
             self._class_table = np.stack(self._class_rows) if self._class_rows else np.zeros((1, 256), dtype=np.int32)
+            self._class_cuts = np.ones(self._class_table.shape, dtype=np.bool_)  # bytes where a class starts
+            self._class_cuts[:, 1:] = self._class_table[:, 1:] != self._class_table[:, :-1]
         self._single_of = _room(self._single_of, self._n_comp, -1)
         rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
-                                                  starts, self._trans, self._vec_ptr, self._vec, self._hashes,
+                                                  self._class_cuts, starts, self._trans, self._vec_ptr, self._vec, self._hashes,
                                                   self._slots, old_n, MAX_LEXER_STATES, self._single_of)
         if n < 0:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
