@@ -30,6 +30,7 @@ from constrain.regex import boolean
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
+_NON_INTEGRAL = num.non_integral_numbers()
 
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
 # spelling state: 20 per character, \uXXXX escapes and surrogate pairs included). Above it the
@@ -405,6 +406,16 @@ class _Builder:
 
     # ------------------------------------------------------------------ scalars
     def _number(self, schema: dict, pointer: str, integer: bool):
+        lang = self._number_language(schema, pointer, integer)
+        if not schema.get("__non_integer"):
+            return lang
+        # under a negated "integer": only numbers whose value is not integral (num.non_integral_numbers)
+        lang = None if integer or lang is None else boolean.intersect(lang, _NON_INTEGRAL)
+        if lang is None:
+            raise EmptySchemaError("no non-integral number satisfies the constraints", pointer)
+        return lang
+
+    def _number_language(self, schema: dict, pointer: str, integer: bool):
         lo, lo_strict, hi, hi_strict = self._bounds(schema, pointer)
         mult = schema.get("multipleOf")
         if mult is not None:
@@ -668,6 +679,8 @@ class _Builder:
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
         banned = rest.pop("__not_values", [])
         candidates = [c for c in candidates if not any(_json_equal(c, b) for b in banned)]
+        if rest.pop("__non_integer", False):  # a negated "integer": integral numbers are out
+            candidates = [c for c in candidates if _json_type_of(c) != "integer"]
         for entry in rest.pop("__not_strings", []):  # strings a negation removed
             minus = self._removed_strings(entry, pointer) if any(isinstance(c, str) for c in candidates) else None
             if minus is not None:
@@ -1296,10 +1309,9 @@ class _Builder:
             return self.refs.deref(sub["not"], pointer + "/not")  # NOT NOT X = X
         if keys == {"type"}:
             banned = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
-            if "integer" in banned and "number" not in banned:
-                self.refuse("not", pointer, "'not integer' among numbers (numbers with a non-zero fraction)")
-                banned = [b for b in banned if b != "integer"]
             allowed = [t for t in TYPES if t not in banned]
+            if "integer" in banned and "number" not in banned:  # numbers that are not integers
+                return {"type": allowed, "__non_integer": True}
             return {"type": allowed} if allowed else False
         if keys <= {"enum", "const"}:
             values = [sub["const"]] if "const" in sub else list(sub["enum"])

@@ -195,6 +195,39 @@ JSON_NUMBER = cat(
 JSON_INTEGER = integer_range(None, None)
 
 
+def _exponent(value: int) -> Node:
+    """Every JSON spelling of the exponent part ``e<value>`` (either letter, optional ``+``,
+    leading zeros; ``0`` also as ``-0``)."""
+    e = ("set", ((69, 69), (101, 101)))
+    zeros = rep(lit("0"), 0, None)
+    if value == 0:
+        return cat(e, alt(EMPTY, ("set", ((43, 43), (45, 45)))), rep(lit("0"), 1, None))
+    sign = lit("-") if value < 0 else alt(EMPTY, lit("+"))
+    return cat(e, sign, zeros, lit(str(abs(value))))
+
+
+def non_integral_numbers(window: int = 16) -> Node:  # (SPELLING_WINDOW, defined below)
+    """JSON numbers whose value is not an integer (``not {"type": "integer"}`` among numbers).
+
+    Without an exponent: a non-zero digit in the fraction. With exponent ``e`` (|e| <= ``window``):
+    for ``e >= 0`` a non-zero fraction digit more than ``e`` places after the point; for ``e < 0``
+    a non-zero fraction digit, or an integer part with fewer than ``-e`` trailing zeros. Spellings
+    with a larger exponent are left out (a subset, so sound: ``1.5e300`` is not produced)."""
+    sign = alt(EMPTY, lit("-"))
+    int_part = alt(lit("0"), cat(NONZERO, ANY_DIGITS))
+    nonzero_fraction = cat(lit("."), ANY_DIGITS, NONZERO, ANY_DIGITS)
+    options = [cat(sign, int_part, nonzero_fraction)]
+    for e in range(0, window + 1):  # the fraction's last non-zero digit lies past the shift
+        options.append(cat(sign, int_part, lit("."), rep(DIGIT, e, e), ANY_DIGITS, NONZERO, ANY_DIGITS, _exponent(e)))
+    for k in range(1, window + 1):  # shifted right by k places
+        options.append(cat(sign, int_part, nonzero_fraction, _exponent(-k)))
+        # a non-zero integer part with fewer than k trailing zeros (and a zero fraction, if any)
+        significant = cat(NONZERO, alt(EMPTY, cat(ANY_DIGITS, NONZERO)))
+        zero_fraction = alt(EMPTY, cat(lit("."), rep(lit("0"), 1, None)))
+        options.append(cat(sign, significant, rep(lit("0"), 0, k - 1), zero_fraction, _exponent(-k)))
+    return alt(*options)
+
+
 def parse_bound(value) -> Decimal:
     try:
         return Decimal(str(value))
