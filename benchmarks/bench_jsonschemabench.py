@@ -330,6 +330,8 @@ def main() -> None:
                         "valid ones rejected (classified), invalid ones accepted")
     p.add_argument("--generate", type=int, default=0, help="generate with SmolLM2 for N covered schemas")
     p.add_argument("--gen-max-tokens", type=int, default=384)
+    p.add_argument("--gen-whitespace", default="compact", choices=["compact", "flexible"],
+                   help="JSON whitespace in generation (the command line's default: compact)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="")
     args = p.parse_args()
@@ -667,7 +669,7 @@ def main() -> None:
         r()
         gen_rows, gen_counts = generate_phase(args, splits, samples, cov, data_dir)
         r(f"{args.generate} schemas (covered by ours, round-robin over splits), `max_new_tokens={args.gen_max_tokens}`, "
-          f"our options as above. Outcome counts: {dict(gen_counts)}.")
+          f"options `{generation_options(args)}`. Outcome counts: {dict(gen_counts)}.")
         r()
         r(md_table(["schema", "outcome", "tokens", "seconds", "output (start)"], gen_rows))
         r()
@@ -693,6 +695,12 @@ def _git_state() -> str:
         return "unknown"
 
 
+def generation_options(args) -> dict:
+    """What ``constrain generate --schema`` uses: names and enum values in plain spelling only (a
+    135M model is otherwise steered into ``\\u``-escaped keys), whitespace as asked."""
+    return dict(OUR_OPTIONS, spellings="canonical", whitespace=args.gen_whitespace)
+
+
 def generate_phase(args, splits, samples, cov, data_dir):
     import jsonschema
 
@@ -715,7 +723,7 @@ def generate_phase(args, splits, samples, cov, data_dir):
     for s, f in pool:
         schema = json.loads(f.read_text())
         try:
-            grammar = constrain.Grammar.from_json_schema(schema, **OUR_OPTIONS)
+            grammar = constrain.Grammar.from_json_schema(schema, **generation_options(args))
         except Exception as e:  # noqa: BLE001
             counts["compile error"] += 1
             rows.append([f"{s}/{f.name}", f"compile error {str(e)[:60]}", "-", "-", ""])

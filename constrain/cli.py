@@ -48,7 +48,7 @@ def _grammar_from_args(args: argparse.Namespace):
     if args.regex is not None:
         return Grammar.from_regex(args.regex)
     if args.schema is not None:
-        return Grammar.from_json_schema(Path(args.schema).read_text(), whitespace=args.whitespace)
+        return Grammar.from_json_schema(Path(args.schema).read_text(), whitespace=args.whitespace, spellings="canonical")
     if args.lark is not None:
         return Grammar.from_lark(Path(args.lark).read_text())
     if args.gbnf is not None:

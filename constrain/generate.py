@@ -74,7 +74,7 @@ def _resolve_grammar(regex, grammar, index, schema=None) -> CompiledGrammar:
     if sum(x is not None for x in (regex, grammar, schema)) != 1:
         raise ValueError("pass exactly one of regex=, schema= or grammar=")
     if schema is not None:
-        grammar = Grammar.from_json_schema(schema)
+        grammar = Grammar.from_json_schema(schema, spellings="canonical")  # never steer into escaped keys
     if regex is not None:
         if isinstance(regex, re.Pattern):
             grammar = Grammar.from_regex(regex.pattern, regex.flags & ~re.UNICODE)

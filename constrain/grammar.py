@@ -66,6 +66,7 @@ class Grammar:
         unsupported: str = "error",
         formats: str = "assert",
         draft: str | None = None,
+        spellings: str = "all",
     ) -> "Grammar":
         """JSON documents valid against ``schema`` (a dict, a JSON string, or a Pydantic model class).
 
@@ -78,6 +79,10 @@ class Grammar:
         ``formats="assert"`` enforces the known ``format`` values; ``"annotation"`` ignores them
         (the specification's default for 2019-09 and later). ``draft`` ("2020-12", "2019-09", "7", ...)
         overrides the schema's ``$schema`` (it decides, e.g., whether ``$ref`` overrides its siblings).
+        ``spellings="all"`` accepts every JSON spelling of property names and const/enum values
+        (``"\u006eame"`` is ``"name"``: the exact language); ``"canonical"`` only their plain
+        spelling, a documented subset that keeps a small model from being steered into escaped keys
+        (what ``generate()`` and the command line use).
         """
         import json as _json
 
@@ -95,7 +100,7 @@ class Grammar:
             raise SchemaError(f"a schema must be a JSON object or boolean, got {type(schema).__name__}")
         options = SchemaOptions(whitespace=whitespace, max_whitespace=max_whitespace,
                                 property_order=property_order, strict=strict, unsupported=unsupported,
-                                formats=formats, draft=draft)
+                                formats=formats, draft=draft, spellings=spellings)
         cfg = schema_to_cfg(schema, options)
         source = _json.dumps(schema, sort_keys=True, default=str)
         return cls(kind="cfg", source=source, _ast=cfg, dialect="json-schema", start=repr(options))

@@ -255,3 +255,19 @@ def test_many_declared_names_stay_sound(index):
     g = compiled({"type": "object", "properties": props, "additionalProperties": {"type": "integer"}}, index)
     assert g.accepts_text('{"p7/x":"s"}') and g.accepts_text('{"q":1}')
     assert not g.accepts_text('{"p7\\/x":1}') and not g.accepts_text('{"p7/x":1}')
+
+
+def test_canonical_spellings_option(index):
+    """``spellings="canonical"`` (what generate() uses): names and const/enum values only in their plain
+    spelling, a subset; escaped forms are rejected, never taken for undeclared keys or other values."""
+    schema = {"type": "object", "properties": {"name": {"enum": ["red", "blue"]}, "n": {"const": 1}},
+              "required": ["name"]}
+    g = compiled(schema, index, spellings="canonical")
+    exact = compiled(schema, index)
+    assert g.accepts_text('{"name":"red","n":1}') and g.accepts_text('{"name":"red","n":1.0}')  # a zero fraction stays
+    for text in ['{"\\u006eame":"red"}', '{"name":"\\u0072ed"}', '{"name":"red","n":1e0}', '{"name":"red","n":0.1e1}']:
+        assert exact.accepts_text(text) and oracle(schema).is_valid(json.loads(text)), text
+        assert not g.accepts_text(text), text
+    assert not g.accepts_text('{"name":"red","\\u006e":"x"}')  # not an undeclared key either
+    with pytest.raises(ValueError, match="spellings"):
+        Grammar.from_json_schema(schema, spellings="some")

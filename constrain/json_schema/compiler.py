@@ -79,6 +79,7 @@ class SchemaOptions:
     max_any_order_properties: int = 10
     formats: str = "assert"  # "assert": enforce known formats; "annotation": treat format as annotation only
     draft: str | None = None  # "2020-12", "2019-09", "7", ...; None: read $schema (default 2020-12)
+    spellings: str = "all"  # "all": every JSON spelling of names and const/enum values; "canonical": plain only
 
     def __post_init__(self) -> None:
         if self.whitespace not in ("compact", "flexible"):
@@ -89,6 +90,8 @@ class SchemaOptions:
             raise ValueError(f"unsupported must be 'error' or 'ignore', got {self.unsupported!r}")
         if self.max_whitespace < 0:
             raise ValueError("max_whitespace must be >= 0")
+        if self.spellings not in ("all", "canonical"):
+            raise ValueError(f"spellings must be 'all' or 'canonical', got {self.spellings!r}")
 
 
 def _ast(piece) -> bool:
@@ -688,7 +691,7 @@ class _Builder:
         if rest:
             candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
         # every spelling of each value; a big enum keeps one spelling per value (the word-set fast path)
-        mode = "exact" if len(candidates) <= MAX_SPELLED_ENUM else "canonical"
+        mode = "exact" if len(candidates) <= MAX_SPELLED_ENUM and self.opt.spellings == "all" else "canonical"
         pieces = [self._literal(c, mode) for c in candidates]
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
@@ -906,7 +909,7 @@ class _Builder:
         suffix = {(n, c): tail[c] for c in range(cap + 1)}
         for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
-            member = [_name_literal(name, n), w, num.lit(":"), w, piece]
+            member = [_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]
             for c in range(cap, -1, -1):
                 alts = []
                 nxt = suffix[(i + 1, min(c + 1, cap))]
@@ -943,7 +946,8 @@ class _Builder:
             room = max_p is None or count < max_p
             for i, (name, piece, _) in enumerate(declared):
                 if room and not used & (1 << i):
-                    alts.append(lead + [_name_literal(name, n), w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
+                    key = _name_literal(name, n, self.opt.spellings)
+                    alts.append(lead + [key, w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
             if extra_member is not None and room:
                 alts.append(lead + extra_member + [syms[(used, min(e + 1, cap))]])
             for a in alts:
@@ -1500,12 +1504,14 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
     return int(v)
 
 
-def _name_literal(name: str, declared: int):
+def _name_literal(name: str, declared: int, spellings: str = "all"):
     """A declared property name as a member key: every JSON spelling, or only the canonical one in
     objects with more than MAX_SPELLED_NAMES declared properties (keeps huge objects fast; escaped
     spellings of those names are then rejected, never taken for undeclared keys: the key languages
     of extra members subtract every spelling)."""
-    return js.string_literal(name) if declared <= MAX_SPELLED_NAMES else js.canonical_string_literal(name)
+    if spellings == "all" and declared <= MAX_SPELLED_NAMES:
+        return js.string_literal(name)
+    return js.canonical_string_literal(name)
 
 
 def _dedupe(pieces):
