@@ -167,3 +167,23 @@ def test_still_refused(schema, why, index):
     # the documented loosening: oneOf compiled as anyOf
     g = constrain.compile(Grammar.from_json_schema(schema, strict=False, unsupported="ignore"), index)
     assert g.accepts_text('"abc"') if "maxLength" in json.dumps(schema) else g.accepts_text('{"a":"s","b":1}')
+
+
+def test_object_branches_disjoint_by_a_forbidden_required_key(index):
+    """oneOf branches where one requires a key the other's additionalProperties:false forbids are
+    disjoint on objects (sp_210-like "connection" schemas): compiled as anyOf, still exact."""
+    schema = {"type": "object", "oneOf": [
+        {"additionalProperties": False, "properties": {"embedded": {"type": "string"}}, "required": ["embedded"]},
+        {"additionalProperties": False, "properties": {"http": {"type": "string"}}, "required": ["http"]},
+    ]}
+    g = constrain.compile(Grammar.from_json_schema(schema, strict=False), index)
+    v = jsonschema.Draft202012Validator(schema)
+    for text in ['{"embedded":"a"}', '{"http":"b"}', '{"embedded":"a","http":"b"}', '{}', '{"x":1}', '"s"']:
+        assert g.accepts_text(text) == v.is_valid(json.loads(text)), text
+    # without "type": "object" a non-object satisfies both branches: not disjoint, rewritten exactly
+    loose = dict(schema)
+    del loose["type"]
+    g2 = constrain.compile(Grammar.from_json_schema(loose, strict=False), index)
+    v2 = jsonschema.Draft202012Validator(loose)
+    for text in ['{"embedded":"a"}', '"s"', "1", '{"http":"b"}']:
+        assert g2.accepts_text(text) == v2.is_valid(json.loads(text)), text

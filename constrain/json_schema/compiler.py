@@ -326,7 +326,7 @@ class _Builder:
                     raise SchemaError(f"{key} must be a non-empty array", f"{pointer}/{key}")
                 rest = {k: v for k, v in schema.items() if k != key}
                 numbered = list(enumerate(branches))
-                if key == "oneOf" and not self._disjoint(branches, pointer):
+                if key == "oneOf" and not self._disjoint(branches, pointer, rest):
                     numbered = self._exclusive_branches(branches, rest, pointer)
                 pieces = []
                 first_error = None
@@ -1089,10 +1089,11 @@ class _Builder:
 
         return merge_schemas(schemas, pointer, self, parent_last)
 
-    def _disjoint(self, branches, pointer: str) -> bool:
+    def _disjoint(self, branches, pointer: str, rest: dict | None = None) -> bool:
         from constrain.json_schema.merge import branches_disjoint
 
-        return branches_disjoint([self.refs.deref(b, pointer) for b in branches])
+        objects = isinstance(rest, dict) and rest.get("type") in ("object", ["object"])
+        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], objects)
 
     def _exclusive_branches(self, branches: list, rest: dict, pointer: str) -> list:
         """Overlapping oneOf as (branch index, alternative) pairs of an equivalent anyOf.
@@ -1114,6 +1115,7 @@ class _Builder:
                                      f"{MAX_ONE_OF_BRANCHES} rewritten exactly")
             return list(enumerate(branches))
         bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
+        objects = isinstance(rest, dict) and rest.get("type") in ("object", ["object"])
         out: list = []
         refused = None
         self._must_refuse += 1
@@ -1124,7 +1126,7 @@ class _Builder:
                 context = [c for c in (bi, rest) if isinstance(c, dict)]
                 factors = []
                 for j, bj in enumerate(bs):
-                    if j == i or bj is False or _disjoint_pair(bi, bj) or (rest and _disjoint_pair(bj, rest)):
+                    if j == i or bj is False or _disjoint_pair(bi, bj, objects) or (rest and _disjoint_pair(bj, rest)):
                         continue  # Bi (or the parent) already excludes Bj
                     options = self._negation_options(bj, context, f"{at}/{j}")
                     if options is None:  # NOT Bj holds wherever Bi and the parent do

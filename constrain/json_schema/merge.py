@@ -201,8 +201,15 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         out[key] = [siblings(a, b) for a in old for b in value]
     elif key == "uniqueItems":
         out[key] = bool(old) or bool(value)
-    elif old != value and key not in _ANNOTATIONS:
+    elif old != value and key not in _ANNOTATIONS and _is_validation_keyword(key):
         builder.refuse(key, pointer, "allOf of two different values of this keyword")
+    # (an unknown keyword is an annotation: two different values of it constrain nothing)
+
+
+def _is_validation_keyword(key: str) -> bool:
+    from constrain.json_schema.compiler import VALIDATION_KEYS  # (compiler imports this module)
+
+    return key in VALIDATION_KEYS or key.startswith("__")
 
 
 def _json_equal(a: Any, b: Any) -> bool:
@@ -259,7 +266,16 @@ def _values_of(schema: Any) -> list | None:
     return None
 
 
-def _disjoint_pair(a: Any, b: Any) -> bool:
+def _forbids(schema: dict, name: str) -> bool:
+    """Whether an object valid against ``schema`` can never hold property ``name``."""
+    props = schema.get("properties", {})
+    if name in props:
+        return props[name] is False
+    return schema.get("additionalProperties", True) is False and not schema.get("patternProperties")
+
+
+def _disjoint_pair(a: Any, b: Any, objects: bool = False) -> bool:
+    """True when no instance satisfies both ``a`` and ``b`` (``objects``: the context admits objects only)."""
     ta, tb = _types_of(a), _types_of(b)
     if ta is not None and tb is not None:
         ta2 = ta | ({"number"} if "integer" in ta else set())
@@ -276,14 +292,20 @@ def _disjoint_pair(a: Any, b: Any) -> bool:
             xa, xb = _values_of(pa.get(name)), _values_of(pb.get(name))
             if xa is not None and xb is not None and not any(_json_equal(x, y) for x in xa for y in xb):
                 return True
+        # on objects: a property one branch requires and the other forbids
+        # (properties/required say nothing about non-objects, so the instance must be an object)
+        if (objects or ta == {"object"} or tb == {"object"}) and "$ref" not in a and "$ref" not in b:
+            if any(_forbids(b, n) for n in a.get("required", [])) or any(_forbids(a, n) for n in b.get("required", [])):
+                return True
     return False
 
 
-def branches_disjoint(branches: list) -> bool:
-    """True when no instance can satisfy two branches (so oneOf == anyOf); False = unknown."""
+def branches_disjoint(branches: list, objects: bool = False) -> bool:
+    """True when no instance can satisfy two branches (so oneOf == anyOf); False = unknown.
+    ``objects``: the schema around the branches admits objects only."""
     for i in range(len(branches)):
         for j in range(i + 1, len(branches)):
-            if not _disjoint_pair(branches[i], branches[j]):
+            if not _disjoint_pair(branches[i], branches[j], objects):
                 return False
     return True
 
