@@ -24,13 +24,7 @@ PAIRS = [
 
 def _accepts(node, text: str) -> bool:
     """Whether the language of an AST (a ``("dfa", DFA)`` leaf or one wrapped in affixes) holds ``text``."""
-    dfa = build_dfa(node)
-    s = dfa.start
-    for b in text.encode():
-        s = int(dfa.trans[s, b])
-        if s < 0:
-            return False
-    return bool(dfa.accepting[s])
+    return build_dfa(node).accepts(text.encode())
 
 
 def _strings(max_len: int):
