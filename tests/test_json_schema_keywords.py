@@ -832,3 +832,15 @@ def test_pydantic_model_class(index):
     assert not g.accepts_text('{"id":1,"kind":"retail","color":"red","items":[{"name":"x","qty":1001,"price":1}]}')
     # the class and its JSON schema give the same grammar
     assert Grammar.from_json_schema(Order) == Grammar.from_json_schema(Order.model_json_schema())
+
+
+def test_id_inside_an_unknown_keyword_identifies_nothing(index):
+    """An ``$id`` nested in an unknown keyword is data, not a schema identifier: ``$ref`` to that URI
+    must reach the real schema (JSON-Schema-Test-Suite optional/unknownKeyword.json)."""
+    uri = "https://example.com/my_identifier.json"
+    schema = {"$defs": {"fake": {"not": {"array_of_schemas": [{"$id": uri, "type": "null"}]}},
+                        "real": {"$id": uri, "type": "string"}},
+              "anyOf": [{"$ref": "#/$defs/fake"}, {"$ref": uri}]}
+    g = constrain.compile(Grammar.from_json_schema(schema, strict=False), index)
+    assert g.accepts_text('"a string"')
+    assert not g.accepts_text("null")

@@ -12,6 +12,13 @@ from urllib.parse import unquote, urljoin, urldefrag
 from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
 
 
+# where subschemas live (every draft from 4 on): only these are searched for $id / $anchor
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+_SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+_SCHEMA_VALUES = {"items", "additionalItems", "additionalProperties", "contains", "propertyNames", "not", "if",
+                  "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
+
+
 class RefResolver:
     def __init__(self, root: Any, ignore_remote: bool = False) -> None:
         self.root = root
@@ -33,12 +40,17 @@ class RefResolver:
                 if isinstance(node.get(key), str):
                     self._ids.setdefault(f"{urldefrag(base)[0]}#{node[key]}", pointer)
             for k, v in node.items():
-                if k in ("enum", "const", "examples", "default"):
-                    continue
-                self._index(v, f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}", base)
-        elif isinstance(node, list):
-            for i, v in enumerate(node):
-                self._index(v, f"{pointer}/{i}", base)
+                at = f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}"
+                if k in _SCHEMA_MAPS and isinstance(v, dict):
+                    for name, sub in v.items():
+                        self._index(sub, f"{at}/{name.replace('~', '~0').replace('/', '~1')}", base)
+                elif k in _SCHEMA_LISTS and isinstance(v, list):
+                    for i, sub in enumerate(v):
+                        self._index(sub, f"{at}/{i}", base)
+                elif k in _SCHEMA_VALUES:
+                    self._index(v, at, base)
+                # anything else (unknown keywords, enum/const values) holds no schema: an "$id"
+                # inside it identifies nothing (JSON-Schema-Test-Suite optional/unknownKeyword)
 
     def pointer_get(self, pointer: str) -> Any:
         node = self.root
