@@ -21,6 +21,7 @@ from tokenizer_index import fetch, hf
 from tokenizer_index.cache import fingerprint_from_arrays
 from tokenizer_index.gguf_vocab import read_tokenizer_metadata
 from tokenizer_index.sentencepiece import read_model
+from tokenizer_index.trie import subtree_bytes, trie_nodes
 
 N_STRINGS = 2000
 
@@ -436,6 +437,12 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
     if source == "mistral-v1":  # byte-fallback duplicates are adjacent with full lcp
         dup = [k for k in range(1, len(lcp)) if lcp[k] == trie.lengths[k] == trie.lengths[k - 1]]
         assert len(dup) == 125
+    # node form: each node's subtree byte set (the walks' whole-subtree acceptance) equals the bytes below it
+    nodes = trie_nodes(trie)
+    sets = subtree_bytes(nodes)
+    for i in random.Random(0).sample(range(len(nodes.byte)), 3000):
+        below = set(nodes.byte[i:nodes.skip[i]].tolist())
+        assert {b for b in range(256) if int(sets[i, b >> 6]) >> (b & 63) & 1} == below, i
 
 
 # ----------------------------------------------------------------------------- fetch

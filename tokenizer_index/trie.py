@@ -146,3 +146,33 @@ def trie_nodes(trie: ByteTrie) -> TrieNodes:
     if trie._nodes is None:
         object.__setattr__(trie, "_nodes", TrieNodes.build(trie))
     return trie._nodes  # type: ignore[return-value]
+
+
+@numba.njit(cache=True)
+def _subtree_bytes_kernel(byte, depth, max_depth):  # pragma: no cover - numba
+    """Reverse depth-first pass: each node ORs its own byte into what its children gathered."""
+    n = byte.shape[0]
+    out = np.zeros((n, 4), dtype=np.uint64)
+    acc = np.zeros((max_depth + 2, 4), dtype=np.uint64)  # per depth: the subtrees seen since the parent
+    for i in range(n - 1, -1, -1):
+        d = depth[i]
+        for w in range(4):
+            out[i, w] = acc[d + 1, w]
+            acc[d + 1, w] = 0
+        b = byte[i]
+        out[i, b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        for w in range(4):
+            acc[d, w] |= out[i, w]
+    return out
+
+
+def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
+    """``uint64 [M, 4]``: the set of bytes in each node's subtree (its own byte included), built once
+    and kept on ``nodes``. A walk in a state that loops on all of them accepts the whole subtree."""
+    got = nodes.__dict__.get("_subtree_bytes")
+    if got is None:
+        depth = int(nodes.depth.max()) if len(nodes.depth) else 0
+        got = _subtree_bytes_kernel(nodes.byte, nodes.depth, depth)
+        object.__setattr__(nodes, "_subtree_bytes", got)
+    return got
+
