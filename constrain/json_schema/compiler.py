@@ -49,7 +49,6 @@ MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are re
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
 MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
 MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
-STRING_KEYS = {"minLength", "maxLength", "pattern", "format", "__patterns", "__formats", "__not_strings"}
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
 ANNOTATIONS = {
