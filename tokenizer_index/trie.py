@@ -176,3 +176,17 @@ def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
         object.__setattr__(nodes, "_subtree_bytes", got)
     return got
 
+
+def subtree_token_starts(trie: ByteTrie, nodes: TrieNodes) -> np.ndarray:
+    """``int32 [M + 1]``: position (in ``trie.ids`` order) of the first token below each node; the
+    tokens of node ``i``'s subtree are ``trie.ids[starts[i]:starts[skip[i]]]`` (byte order keeps a
+    subtree contiguous; the last entry is the token count). Built once and kept on ``nodes``."""
+    got = nodes.__dict__.get("_subtree_token_starts")
+    if got is None:
+        lengths, lcp = trie.lengths.astype(np.int64), trie.lcp.astype(np.int64)
+        counts = np.where(lcp == lengths, 0, lengths - lcp)  # nodes each token adds (duplicates: none)
+        owner = np.repeat(np.arange(len(lengths)), counts)  # the token that created each node
+        got = np.append(owner, len(lengths)).astype(np.int32)
+        object.__setattr__(nodes, "_subtree_token_starts", got)
+    return got
+

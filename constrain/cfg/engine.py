@@ -34,7 +34,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import copy_duplicate_bits, popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import subtree_bytes, trie_nodes
+from tokenizer_index.trie import subtree_bytes, subtree_token_starts, trie_nodes
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -136,14 +136,15 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X,
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, max_depth, out_words, ev_node,
-                ev_state):  # pragma: no cover
+def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
+                out_words, ev_node, ev_state):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted).
 
     Where ``start`` loops on a byte (the body of a JSON string) and is not accepting, a subtree
-    whose bytes (``sub_bytes``) all loop is accepted whole without stepping: its tokens are
-    marked and no event can lie inside it."""
+    whose bytes (``sub_bytes``) all loop is accepted whole without stepping: its tokens are one
+    contiguous run in byte order (``trie_ids[sub_start[i]:sub_start[skip[i]]]``), set as a bit range
+    in a byte-order bitmap and mapped to token ids once at the end; no event lies inside it."""
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
     loop = np.zeros(4, dtype=np.uint64)
@@ -153,6 +154,8 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, max_
             if trans[start, b] == start:
                 loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
                 has_loop = True
+    ordered = np.zeros((trie_ids.shape[0] + 31) // 32 if has_loop else 1, dtype=np.uint32)
+    any_run = False
     n = byte.shape[0]
     n_ev = 0
     i = 0
@@ -160,12 +163,19 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, max_
         d = depth[i]
         if has_loop and stack[d] == start and (sub_bytes[i, 0] & ~loop[0]) == 0 and (sub_bytes[i, 1] & ~loop[1]) == 0 \
                 and (sub_bytes[i, 2] & ~loop[2]) == 0 and (sub_bytes[i, 3] & ~loop[3]) == 0:
-            end = skip[i]
-            while i < end:
-                t = token[i]
-                if t >= 0:
-                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                i += 1
+            a = sub_start[i]
+            b2 = sub_start[skip[i]]
+            while a < b2 and (a & 31) != 0:  # bits up to a word boundary, whole words, the rest
+                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                a += 1
+            while a + 32 <= b2:
+                ordered[a >> 5] = np.uint32(0xFFFFFFFF)
+                a += 32
+            while a < b2:
+                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                a += 1
+            any_run = True
+            i = skip[i]
             continue
         g = trans[stack[d], byte[i]]
         if g < 0:
@@ -180,6 +190,15 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, max_
         if t >= 0:
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
         i += 1
+    if any_run:
+        for w in range(ordered.shape[0]):
+            bits = ordered[w]
+            if bits == 0:
+                continue
+            for k in range(32):
+                if (bits >> np.uint32(k)) & np.uint32(1):
+                    t = trie_ids[w * 32 + k]
+                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
     return n_ev
 
 
@@ -598,7 +617,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         ev_node = np.empty(len(nodes.byte), dtype=np.int32)
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
         n_ev = _walk_lexer(trans, acc_ptr, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                           subtree_bytes(nodes), trie.max_len, inside, ev_node, ev_state)
+                           subtree_bytes(nodes), subtree_token_starts(trie, nodes), trie.ids, trie.max_len, inside,
+                           ev_node, ev_state)
         ev_state = ev_state[:n_ev].copy()
         _, acc_ptr, acc_terms = self.lexers.arrays()
         states = np.unique(ev_state)
