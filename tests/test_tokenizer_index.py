@@ -21,7 +21,7 @@ from tokenizer_index import fetch, hf
 from tokenizer_index.cache import fingerprint_from_arrays
 from tokenizer_index.gguf_vocab import read_tokenizer_metadata
 from tokenizer_index.sentencepiece import read_model
-from tokenizer_index.trie import subtree_bytes, subtree_token_starts, trie_nodes
+from tokenizer_index.trie import subtree_bytes, trie_nodes
 
 N_STRINGS = 2000
 
@@ -440,7 +440,7 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
     # node form: each node's subtree byte set (the walks' whole-subtree acceptance) equals the bytes below it
     nodes = trie_nodes(trie)
     sets = subtree_bytes(nodes)
-    starts = subtree_token_starts(trie, nodes)  # each subtree's tokens: one run in byte order
+    starts = nodes.token_start  # each subtree's tokens: one run in byte order
     for k, i in enumerate(random.Random(0).sample(range(len(nodes.byte)), 3000)):
         below = set(nodes.byte[i:nodes.skip[i]].tolist())
         assert {b for b in range(256) if int(sets[i, b >> 6]) >> (b & 63) & 1} == below, i

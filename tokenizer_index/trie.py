@@ -91,6 +91,9 @@ class TrieNodes:
     is the id of the token spelled by the prefix ending at node ``i`` (or -1). Byte strings held
     by several ids (SentencePiece byte fallback) keep one id on the node; the others are listed
     in ``dup_of``/``dup_ids`` (``dup_ids[k]`` is allowed exactly when ``dup_of[k]`` is).
+    ``token_start[i]`` is the position (in the trie's byte order) of the first token below node
+    ``i``: a subtree's tokens are the contiguous run ``ids[token_start[i]:token_start[skip[i]]]``
+    (the last entry is the token count).
     """
 
     byte: np.ndarray  # uint8 [M]
@@ -99,6 +102,7 @@ class TrieNodes:
     token: np.ndarray  # int32 [M]
     dup_of: np.ndarray  # int32 [D]
     dup_ids: np.ndarray  # int32 [D]
+    token_start: np.ndarray  # int32 [M + 1]
 
     @classmethod
     def build(cls, trie: "ByteTrie") -> "TrieNodes":
@@ -117,6 +121,7 @@ class TrieNodes:
         return cls(
             byte=byte.astype(np.uint8), depth=depth.astype(np.int32), skip=skip, token=token,
             dup_of=trie.ids[base[dup_idx]].astype(np.int32), dup_ids=trie.ids[dup_idx].astype(np.int32),
+            token_start=np.append(owner, len(lengths)).astype(np.int32),  # a node's first token: its creator
         )
 
 
@@ -175,18 +180,3 @@ def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
         got = _subtree_bytes_kernel(nodes.byte, nodes.depth, depth)
         object.__setattr__(nodes, "_subtree_bytes", got)
     return got
-
-
-def subtree_token_starts(trie: ByteTrie, nodes: TrieNodes) -> np.ndarray:
-    """``int32 [M + 1]``: position (in ``trie.ids`` order) of the first token below each node; the
-    tokens of node ``i``'s subtree are ``trie.ids[starts[i]:starts[skip[i]]]`` (byte order keeps a
-    subtree contiguous; the last entry is the token count). Built once and kept on ``nodes``."""
-    got = nodes.__dict__.get("_subtree_token_starts")
-    if got is None:
-        lengths, lcp = trie.lengths.astype(np.int64), trie.lcp.astype(np.int64)
-        counts = np.where(lcp == lengths, 0, lengths - lcp)  # nodes each token adds (duplicates: none)
-        owner = np.repeat(np.arange(len(lengths)), counts)  # the token that created each node
-        got = np.append(owner, len(lengths)).astype(np.int32)
-        object.__setattr__(nodes, "_subtree_token_starts", got)
-    return got
-

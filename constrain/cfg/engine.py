@@ -34,7 +34,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import copy_duplicate_bits, popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import subtree_bytes, subtree_token_starts, trie_nodes
+from tokenizer_index.trie import subtree_bytes, trie_nodes
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -617,7 +617,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         ev_node = np.empty(len(nodes.byte), dtype=np.int32)
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
         n_ev = _walk_lexer(trans, acc_ptr, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                           subtree_bytes(nodes), subtree_token_starts(trie, nodes), trie.ids, trie.max_len, inside,
+                           subtree_bytes(nodes), nodes.token_start, trie.ids, trie.max_len, inside,
                            ev_node, ev_state)
         ev_state = ev_state[:n_ev].copy()
         _, acc_ptr, acc_terms = self.lexers.arrays()

@@ -18,6 +18,7 @@ semantics (no maximal munch, no ignored text) this preserves the language exactl
 from __future__ import annotations
 
 from constrain.cfg._build import EPSILON, CFGBuilder, alt, cat, line_col, located_error, rep
+from constrain.cfg.graph import strongly_connected_components
 from constrain.cfg.ir import CFG, nt
 from constrain.errors import GrammarError
 from constrain.regex import charset as cs
@@ -310,57 +311,6 @@ def _refs(expr, out: set) -> set:
     return out
 
 
-def _sccs(n: int, edges: list[set]) -> list[int]:
-    """Tarjan (iterative): the SCC id of each node."""
-    index = [0] * n
-    low = [0] * n
-    on = [False] * n
-    seen = [False] * n
-    comp = [-1] * n
-    stack: list[int] = []
-    counter = 1
-    ncomp = 0
-    for root in range(n):
-        if seen[root]:
-            continue
-        work = [(root, iter(sorted(edges[root])))]
-        seen[root] = True
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on[root] = True
-        while work:
-            v, it = work[-1]
-            advanced = False
-            for w in it:
-                if not seen[w]:
-                    seen[w] = True
-                    index[w] = low[w] = counter
-                    counter += 1
-                    stack.append(w)
-                    on[w] = True
-                    work.append((w, iter(sorted(edges[w]))))
-                    advanced = True
-                    break
-                if on[w]:
-                    low[v] = min(low[v], index[w])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                u = work[-1][0]
-                low[u] = min(low[u], low[v])
-            if low[v] == index[v]:
-                while True:
-                    w = stack.pop()
-                    on[w] = False
-                    comp[w] = ncomp
-                    if w == v:
-                        break
-                ncomp += 1
-    return comp
-
-
 def _tree_size(ast, memo: dict) -> int:
     """Size of the AST as a tree with bounded repetitions unrolled (shared nodes counted per use)."""
     hit = memo.get(id(ast))
@@ -529,7 +479,7 @@ def cfg_from_gbnf(text: str) -> CFG:
                 reach.add(w)
                 stack.append(w)
 
-    comp = _sccs(n, edges)
+    comp = strongly_connected_components([sorted(e) for e in edges])
     comp_size: dict[int, int] = {}
     for i in range(n):
         comp_size[comp[i]] = comp_size.get(comp[i], 0) + 1

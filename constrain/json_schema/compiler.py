@@ -1091,8 +1091,7 @@ class _Builder:
     def _disjoint(self, branches, pointer: str, rest: dict | None = None) -> bool:
         from constrain.json_schema.merge import branches_disjoint
 
-        objects = isinstance(rest, dict) and rest.get("type") in ("object", ["object"])
-        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], objects)
+        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], _objects_only(rest))
 
     def _exclusive_branches(self, branches: list, rest: dict, pointer: str) -> list:
         """Overlapping oneOf as (branch index, alternative) pairs of an equivalent anyOf.
@@ -1114,7 +1113,7 @@ class _Builder:
                                      f"{MAX_ONE_OF_BRANCHES} rewritten exactly")
             return list(enumerate(branches))
         bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
-        objects = isinstance(rest, dict) and rest.get("type") in ("object", ["object"])
+        objects = _objects_only(rest)
         out: list = []
         refused = None
         self._must_refuse += 1
@@ -1503,6 +1502,11 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
         raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
     return int(v)
+
+
+def _objects_only(schema) -> bool:
+    """Whether ``schema`` (the parent around oneOf branches) admits objects only."""
+    return isinstance(schema, dict) and schema.get("type") in ("object", ["object"])
 
 
 def _name_literal(name: str, declared: int, spellings: str = "all"):
