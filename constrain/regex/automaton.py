@@ -634,9 +634,9 @@ def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.
     Also returns the *horizon*: a bound on the length of the shortest string telling two distinct
     states of the result apart (states - 1 in general; the longest path when it is acyclic).
     """
-    block, nb, acyclic, height0 = _partition(np.ascontiguousarray(trans, dtype=np.int32),
-                                             np.ascontiguousarray(accepting, dtype=np.bool_))
-    table, acc = _quotient(np.ascontiguousarray(trans, dtype=np.int32), accepting, block, nb)
+    trans = np.ascontiguousarray(trans, dtype=np.int32)
+    block, nb, acyclic, height0 = _partition(trans, np.ascontiguousarray(accepting, dtype=np.bool_))
+    table, acc = _quotient(trans, accepting, block, nb)
     horizon = min(table.shape[0] - 1, int(height0)) if acyclic else table.shape[0] - 1
     return table, acc, horizon
 
@@ -675,9 +675,22 @@ def build_dfa(node, source: str | None = None) -> DFA:
 
 
 def _build_dfa(node, source: str | None) -> DFA:
+    if node[0] == "dfa":
+        return _minimal(node[1])
     words = _literal_words(node)
     if words is not None and len(words) > 64:
         return _word_set_dfa(words)
+    words = _finite_words(node, 64)
+    if words:  # a character in every JSON spelling, a short literal, a small set
+        return _small_word_set_dfa(words)
+    glued = _concatenation(node)
+    if glued is not None:
+        return glued
+    return _via_nfa(node, source)
+
+
+def _via_nfa(node, source: str | None) -> DFA:
+    """The general path: Thompson NFA -> subset construction -> minimal DFA."""
     nfa = _NFA()
     start, final = nfa.build(node)
     det = _determinize(nfa, start, final)  # already trim: every state can reach acceptance
@@ -688,6 +701,240 @@ def _build_dfa(node, source: str | None) -> DFA:
     table, accepting, horizon = _minimize(table, accepting)
     trans = np.ascontiguousarray(table[:, class_of], dtype=np.int32)
     return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32), horizon=horizon)
+
+
+def _concatenation(node) -> DFA | None:
+    """A ``cat`` as the glued DFAs of its children, when the concatenation is deterministic as it
+    stands; else None (the caller takes the NFA path).
+
+    JSON Schema terminals are long chains (``ws "key" ws : ws value``, a key in every JSON spelling
+    being one small alternative per character): determinising the whole chain costs ~1 ms a
+    terminal, while its pieces recur (the same characters, punctuation, whitespace and values)
+    and are memoised, and an embedded product DFA (a length-bounded string) is not determinised
+    again. Glued: every accepting state of the prefix takes over the next piece's start row,
+    exact when the two never read the same byte there (no choice to make)."""
+    if node[0] != "cat" or len(node[1]) < 2:
+        return None
+    try:
+        pieces = [build_dfa(child) for child in node[1]]
+    except RegexError:
+        return None  # an empty piece: the general path reports it
+    if sum(p.num_states for p in pieces) > MAX_DFA_STATES:
+        return None
+    tables = [_class_table(p) for p in pieces]
+    # common byte classes of the pieces, ordered by their first byte (as the NFA path orders them)
+    class_of, local = _column_classes(np.ascontiguousarray(np.stack([c for _, c in tables]).T))
+    offs = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([p.num_states for p in pieces], out=offs[1:])
+    widths = np.array([t.shape[1] for t, _ in tables], dtype=np.int64)
+    flat = np.concatenate([t.ravel() for t, _ in tables]).astype(np.int32, copy=False)
+    table = _stacked(flat, widths, offs, local)
+    final = _glue(table, np.concatenate([p.accepting for p in pieces]).astype(np.bool_, copy=False), offs)
+    if final.shape[0] == 0:
+        return None
+    table, final, horizon = _minimize(table, final)
+    return DFA(trans=np.ascontiguousarray(table[:, class_of]), accepting=final, table=table, classes=class_of,
+               horizon=horizon)
+
+
+@numba.njit(cache=True)
+def _stacked(flat, widths, offs, local):  # pragma: no cover - numba
+    """One class table for pieces stored flat (piece ``i``: ``offs[i+1]-offs[i]`` rows of
+    ``widths[i]`` local classes), over the common classes (``local[i, c]``: piece ``i``'s class of
+    common class ``c``), state ids made global."""
+    k = widths.shape[0]
+    n_cls = local.shape[1]
+    out = np.empty((offs[k], n_cls), dtype=np.int32)
+    base = 0
+    for i in range(k):
+        w = widths[i]
+        for s in range(offs[i + 1] - offs[i]):
+            row = base + s * w
+            for c in range(n_cls):
+                t = flat[row + local[i, c]]
+                out[offs[i] + s, c] = t + offs[i] if t >= 0 else -1
+        base += (offs[i + 1] - offs[i]) * w
+    return out
+
+
+def _minimal(dfa: DFA) -> DFA:
+    """A DFA leaf (a product's or a hand-built automaton) made trim and minimal without the NFA
+    round trip; RegexError when its language is empty."""
+    if dfa.table is not None and dfa.horizon is not None:
+        return dfa  # built here: already trim and minimal
+    from constrain.regex.boolean import coreachable_states
+
+    table, classes = _class_table(dfa)
+    accepting = np.asarray(dfa.accepting, dtype=np.bool_)
+    live = coreachable_states(table, accepting)
+    if not live[dfa.start]:
+        raise RegexError("the pattern matches no string (its language is empty)", source=None, pos=None)
+    if dfa.start != 0 or not live.all():
+        order = np.concatenate([[dfa.start], np.flatnonzero(live & (np.arange(len(live)) != dfa.start))])
+        remap = np.full(len(live) + 1, -1, dtype=np.int32)
+        remap[order] = np.arange(len(order), dtype=np.int32)
+        table = remap[np.where(table[order] >= 0, table[order], len(live))]
+        accepting = accepting[order]
+    table, accepting, horizon = _minimize(table, accepting)
+    return DFA(trans=np.ascontiguousarray(table[:, classes]), accepting=accepting, table=table, classes=classes,
+               horizon=horizon)
+
+
+def _class_table(dfa: DFA) -> tuple[np.ndarray, np.ndarray]:
+    """(table [S, C], byte -> class) of a DFA, derived from its full table when it has none."""
+    if dfa.table is not None and dfa.classes is not None:
+        return dfa.table, dfa.classes
+    classes, table = _column_classes(np.ascontiguousarray(dfa.trans.T))
+    dfa.table, dfa.classes = table, classes
+    return table, classes
+
+
+@numba.njit(cache=True)
+def _glue(trans, accepting, offs):  # pragma: no cover - numba
+    """Concatenate the DFAs stacked in ``trans`` (a class table; piece ``i`` = states
+    ``offs[i]:offs[i+1]``, its start first, ids already global) in place: each accepting state of
+    the prefix read so far takes over the next piece's start row. Returns the accepting flags of
+    the concatenation, or an empty array when such a state and the next start both read some class
+    (not deterministic)."""
+    n, n_cls = trans.shape
+    cur = np.empty(n, dtype=np.int64)  # accepting states of the prefix
+    nxt = np.empty(n, dtype=np.int64)
+    m = 0
+    for s in range(offs[0], offs[1]):
+        if accepting[s]:
+            cur[m] = s
+            m += 1
+    for i in range(1, offs.shape[0] - 1):
+        st = offs[i]
+        for j in range(m):
+            f = cur[j]
+            for b in range(n_cls):
+                t = trans[st, b]
+                if t >= 0:
+                    if trans[f, b] >= 0:
+                        return np.zeros(0, dtype=np.bool_)
+                    trans[f, b] = t
+        m2 = 0
+        for s in range(offs[i], offs[i + 1]):
+            if accepting[s]:
+                nxt[m2] = s
+                m2 += 1
+        if accepting[st]:  # the piece may be empty: the prefix's ends stay ends
+            for j in range(m):
+                nxt[m2] = cur[j]
+                m2 += 1
+        cur, nxt = nxt, cur
+        m = m2
+    out = np.zeros(n, dtype=np.bool_)
+    for j in range(m):
+        out[cur[j]] = True
+    return out
+
+
+@numba.njit(cache=True)
+def _column_classes(columns):  # pragma: no cover - numba
+    """Byte classes of a DFA given its transposed full table ``columns`` [256, S] (bytes whose
+    columns are equal) and the class table [S, C]."""
+    n = columns.shape[1]
+    h = np.empty(256, dtype=np.int64)
+    for b in range(256):
+        x = np.int64(-3750763034362895579)
+        for s in range(n):
+            x = (x ^ np.int64(columns[b, s])) * np.int64(1099511628211)
+        h[b] = x
+    class_of = np.empty(256, dtype=np.int32)
+    reps = np.empty(256, dtype=np.int64)
+    nc = 0
+    for b in range(256):
+        found = -1
+        for c in range(nc):
+            r = reps[c]
+            if h[r] == h[b]:
+                same = True
+                for s in range(n):
+                    if columns[r, s] != columns[b, s]:
+                        same = False
+                        break
+                if same:
+                    found = c
+                    break
+        if found < 0:
+            reps[nc] = b
+            found = nc
+            nc += 1
+        class_of[b] = found
+    table = np.empty((n, nc), dtype=np.int32)
+    for c in range(nc):
+        r = reps[c]
+        for s in range(n):
+            table[s, c] = columns[r, s]
+    return class_of, table
+
+
+def _finite_words(node, limit: int) -> list[bytes] | None:
+    """The UTF-8 strings of a finite language of at most ``limit`` strings, else None (cheap to
+    refuse: it stops as soon as the count passes the limit)."""
+    kind = node[0]
+    if kind == "set":
+        if sum(hi - lo + 1 for lo, hi in node[1]) > limit:
+            return None
+        return [chr(c).encode("utf-8") for lo, hi in node[1] for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
+    if kind == "cat":
+        out = [b""]
+        for child in node[1]:
+            words = _finite_words(child, limit)
+            if words is None or len(out) * len(words) > limit:
+                return None
+            out = [a + b for a in out for b in words]
+        return out
+    if kind == "alt":
+        out = []
+        for child in node[1]:
+            words = _finite_words(child, limit)
+            if words is None or len(out) + len(words) > limit:
+                return None
+            out.extend(words)
+        return out
+    if kind == "rep" and node[3] is not None:
+        words = _finite_words(node[1], limit)
+        if words is None:
+            return None
+        out, layer = ([b""] if node[2] == 0 else []), [b""]
+        for k in range(1, node[3] + 1):
+            layer = [a + b for a in layer for b in words]
+            if len(layer) > limit or (k >= node[2] and len(out) + len(layer) > limit):
+                return None
+            if k >= node[2]:
+                out.extend(layer)
+        return out
+    return None
+
+
+def _small_word_set_dfa(words: list[bytes]) -> DFA:
+    """Minimal DFA of a few short words: their trie over the bytes they use (one class each,
+    the rest one dead class), minimised in numba. A few microseconds where the NFA path costs
+    ~100 (these are the pieces most JSON Schema terminals are glued from)."""
+    used = sorted({b for w in words for b in w})
+    col = {b: i + 1 for i, b in enumerate(used)}
+    width = len(used) + 1
+    rows = [[DEAD] * width]
+    accepting = [False]
+    for w in words:
+        s = 0
+        for b in w:
+            row = rows[s]
+            t = row[col[b]]
+            if t < 0:
+                t = row[col[b]] = len(rows)
+                rows.append([DEAD] * width)
+                accepting.append(False)
+            s = t
+        accepting[s] = True
+    class_of = np.zeros(256, dtype=np.int32)
+    class_of[used] = np.arange(1, width, dtype=np.int32)
+    table, acc, horizon = _minimize(np.array(rows, dtype=np.int32), np.array(accepting, dtype=np.bool_))
+    return DFA(trans=np.ascontiguousarray(table[:, class_of]), accepting=acc, table=table, classes=class_of,
+               horizon=horizon)
 
 
 def _literal_words(node) -> list[bytes] | None:

@@ -1,0 +1,98 @@
+"""The shortcuts around the NFA path in ``build_dfa`` (glued concatenations, small word sets, DFA
+leaves made minimal) give exactly the minimal DFA that the Thompson NFA -> subset construction
+path gives: the same states in the same order, not just the same language."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+
+import constrain
+from constrain.regex import automaton
+from constrain.regex.ast import cat, lit, rep
+from constrain.regex.automaton import DFA, build_dfa, clear_memo
+from constrain.regex.boolean import intersect
+from constrain.regex.parse import parse_regex
+from regex_strategies import regex_patterns
+
+FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _same(a: DFA, b: DFA) -> bool:
+    return a.trans.shape == b.trans.shape and bool((a.trans == b.trans).all()) and bool(
+        (a.accepting == b.accepting).all()) and a.horizon == b.horizon
+
+
+def _via_nfa(node) -> DFA:
+    clear_memo()
+    return automaton._via_nfa(node, None)
+
+
+@FAST
+@given(regex_patterns())
+def test_every_path_gives_the_nfa_paths_minimal_dfa(pattern):
+    try:
+        node = parse_regex(pattern)
+        expected = _via_nfa(node)
+    except constrain.RegexError:
+        assume(False)
+    clear_memo()
+    assert _same(build_dfa(node), expected), pattern
+
+
+@pytest.mark.parametrize("pattern", [
+    "(?:a|\\\\u00[eE]9)(?:b|\\\\u0062)", "abc", "[ab]{0,3}c", "", "x?", "(?:ab|a)(?:c|bc)",
+])
+def test_small_finite_languages_are_word_sets(pattern):
+    node = parse_regex(pattern)
+    assert automaton._finite_words(node, 64) is not None
+    clear_memo()
+    assert _same(automaton._small_word_set_dfa(automaton._finite_words(node, 64)), _via_nfa(node))
+
+
+def test_finite_words_refuse_big_or_infinite_languages():
+    assert automaton._finite_words(parse_regex("[a-z]{3}"), 64) is None  # 17,576 strings
+    assert automaton._finite_words(parse_regex("a*"), 64) is None
+    assert automaton._finite_words(parse_regex("[^a]"), 64) is None
+
+
+def test_a_product_leaf_in_a_chain_is_glued_not_determinised_again():
+    body = intersect(parse_regex("[a-z]{0,40}"), parse_regex("[a-m]*x?"))
+    assert body is not None and body[0] == "dfa"
+    node = cat(lit('"'), body, lit('"'), rep(parse_regex("[ \\t]"), 0, 4), lit(":"))
+    clear_memo()
+    glued = automaton._concatenation(node)
+    assert glued is not None
+    assert _same(glued, _via_nfa(node))
+    assert glued.accepts(b'"abcx"  :') and not glued.accepts(b'"abcxx":') and not glued.accepts(b'"nz":')
+
+
+def test_a_chain_that_needs_a_choice_falls_back_to_the_nfa_path():
+    node = parse_regex("a*ab")  # after a's, an 'a' may continue a* or start "ab": not deterministic as glued
+    clear_memo()
+    assert automaton._concatenation(node) is None
+    clear_memo()
+    dfa = build_dfa(node)
+    assert _same(dfa, _via_nfa(node))
+    assert dfa.accepts(b"aaab") and not dfa.accepts(b"aaa")
+
+
+def test_dfa_leaves_are_trimmed_and_minimised():
+    # a hand-built leaf with a dead state (2) and two equivalent accepting states (1, 3)
+    trans = np.full((4, 256), -1, dtype=np.int32)
+    trans[0, ord("a")] = 1
+    trans[0, ord("b")] = 3
+    trans[0, ord("c")] = 2
+    accepting = np.array([False, True, False, True])
+    dfa = build_dfa(("dfa", DFA(trans=trans, accepting=accepting)))
+    assert dfa.num_states == 2 and dfa.horizon is not None
+    assert dfa.accepts(b"a") and dfa.accepts(b"b") and not dfa.accepts(b"c")
+    assert (dfa.trans[0, ord("c")] == -1)  # every state left can reach acceptance
+
+
+def test_an_empty_leaf_is_an_empty_language():
+    trans = np.full((2, 256), -1, dtype=np.int32)
+    trans[0, ord("a")] = 1
+    with pytest.raises(constrain.RegexError, match="empty"):
+        build_dfa(("dfa", DFA(trans=trans, accepting=np.array([False, False]))))
