@@ -704,19 +704,31 @@ def _via_nfa(node, source: str | None) -> DFA:
 
 
 def _concatenation(node) -> DFA | None:
-    """A ``cat`` as the glued DFAs of its children, when the concatenation is deterministic as it
+    """A ``cat`` as the glued DFAs of its pieces, when the concatenation is deterministic as it
     stands; else None (the caller takes the NFA path).
 
     JSON Schema terminals are long chains (``ws "key" ws : ws value``, a key in every JSON spelling
-    being one small alternative per character): determinising the whole chain costs ~1 ms a
-    terminal, while its pieces recur (the same characters, punctuation, whitespace and values)
-    and are memoised, and an embedded product DFA (a length-bounded string) is not determinised
-    again. Glued: every accepting state of the prefix takes over the next piece's start row,
-    exact when the two never read the same byte there (no choice to make)."""
+    being one small finite language per character): determinising the whole chain costs ~1 ms a
+    terminal, while its pieces recur (the same characters, punctuation, whitespace) and are
+    memoised, and an embedded product DFA (a length-bounded string) is not determinised again.
+    Pieces: each ``dfa`` leaf, each small finite child (a word-set trie), and each run of the
+    other children (one NFA build). A chain with no leaf and few finite children is left to the
+    NFA path, which is cheaper for it than several builds. Glued: every accepting state of the
+    prefix takes over the next piece's start row, exact when the two never read the same byte
+    there (no choice to make)."""
     if node[0] != "cat" or len(node[1]) < 2:
         return None
+    kinds = ["dfa" if c[0] == "dfa" else "finite" if 0 < _word_count(c, 64) <= 64 else "run" for c in node[1]]
+    if "dfa" not in kinds and kinds.count("finite") < 4:
+        return None
+    parts: list = []
+    for child, kind in zip(node[1], kinds):
+        if kind == "run" and parts and parts[-1][0] == "run":
+            parts[-1][1].append(child)
+        else:
+            parts.append((kind, [child]))
     try:
-        pieces = [build_dfa(child) for child in node[1]]
+        pieces = [build_dfa(group[0] if len(group) == 1 else ("cat", tuple(group))) for _, group in parts]
     except RegexError:
         return None  # an empty piece: the general path reports it
     if sum(p.num_states for p in pieces) > MAX_DFA_STATES:
@@ -871,43 +883,76 @@ def _column_classes(columns):  # pragma: no cover - numba
     return class_of, table
 
 
-def _finite_words(node, limit: int) -> list[bytes] | None:
-    """The UTF-8 strings of a finite language of at most ``limit`` strings, else None (cheap to
-    refuse: it stops as soon as the count passes the limit)."""
+def _word_count(node, limit: int) -> int:
+    """How many strings the AST spells (with repeats), or ``limit + 1`` once past ``limit`` or
+    infinite: arithmetic only, so refusing a big language costs next to nothing."""
     kind = node[0]
     if kind == "set":
-        if sum(hi - lo + 1 for lo, hi in node[1]) > limit:
-            return None
+        n = 0
+        for lo, hi in node[1]:
+            n += hi - lo + 1
+            if n > limit:
+                return limit + 1
+        return n
+    if kind == "cat":
+        n = 1
+        for child in node[1]:
+            k = _word_count(child, limit)
+            if k > limit:  # (even next to an empty child: then the language is not spelled here)
+                return limit + 1
+            n *= k
+        return n if n <= limit else limit + 1
+    if kind == "alt":
+        n = 0
+        for child in node[1]:
+            n += _word_count(child, limit)
+            if n > limit:
+                return limit + 1
+        return n
+    if kind == "rep" and node[3] is not None:
+        body = _word_count(node[1], limit)
+        if body > limit:
+            return limit + 1
+        n, layer = 0, 1
+        for k in range(node[3] + 1):
+            if k >= node[2]:
+                n += layer
+                if n > limit:
+                    return limit + 1
+            layer *= body
+            if layer > limit and k < node[3]:
+                return limit + 1
+        return n
+    return limit + 1
+
+
+def _finite_words(node, limit: int) -> list[bytes] | None:
+    """The UTF-8 strings of a finite language of at most ``limit`` strings, else None."""
+    if _word_count(node, limit) > limit:
+        return None
+    return _spell(node)
+
+
+def _spell(node) -> list[bytes]:
+    kind = node[0]
+    if kind == "set":
         return [chr(c).encode("utf-8") for lo, hi in node[1] for c in range(lo, hi + 1) if not 0xD800 <= c <= 0xDFFF]
     if kind == "cat":
         out = [b""]
         for child in node[1]:
-            words = _finite_words(child, limit)
-            if words is None or len(out) * len(words) > limit:
-                return None
+            words = _spell(child)
             out = [a + b for a in out for b in words]
         return out
     if kind == "alt":
-        out = []
-        for child in node[1]:
-            words = _finite_words(child, limit)
-            if words is None or len(out) + len(words) > limit:
-                return None
-            out.extend(words)
-        return out
-    if kind == "rep" and node[3] is not None:
-        words = _finite_words(node[1], limit)
-        if words is None:
-            return None
-        out, layer = ([b""] if node[2] == 0 else []), [b""]
-        for k in range(1, node[3] + 1):
-            layer = [a + b for a in layer for b in words]
-            if len(layer) > limit or (k >= node[2] and len(out) + len(layer) > limit):
-                return None
-            if k >= node[2]:
-                out.extend(layer)
-        return out
-    return None
+        return [w for child in node[1] for w in _spell(child)]
+    # a bounded "rep"
+    words = _spell(node[1])
+    out, layer = ([b""] if node[2] == 0 else []), [b""]
+    for k in range(1, node[3] + 1):
+        layer = [a + b for a in layer for b in words]
+        if k >= node[2]:
+            out.extend(layer)
+    return out
 
 
 def _small_word_set_dfa(words: list[bytes]) -> DFA:
