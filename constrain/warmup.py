@@ -20,6 +20,8 @@ def warmup() -> float:
     tiny = TokenizerIndex.from_token_bytes([b"a", b"b", b"ab", b"+", None], eos_token_ids=[4])
     # a regex past the equivalence threshold: subset construction, Moore rounds, the trie walk
     compile_grammar(Grammar.from_regex("[ab]{0,600}"), tiny, cache=False).matcher().allowed_token_ids()
+    # a chain of small pieces: glued DFAs (``automaton._concatenation``) instead of one NFA
+    compile_grammar(Grammar.from_regex("abcd(?:a|b)+"), tiny, cache=False).matcher().allowed_token_ids()
     # a CFG with a long terminal and boundaries everywhere: Earley, lexer products, every walk
     g = compile_grammar(Grammar.from_lark('start: x ("+" x)*\nx: /[ab]{1,600}/\n'), tiny, cache=False)
     m = g.matcher()
