@@ -26,6 +26,7 @@ import pytest
 import constrain
 from constrain import Grammar, GrammarError
 from constrain.cfg.engine import MAX_CONFIGS, CFGCompiledGrammar
+from constrain.cfg.lexer import LexerBlocks
 from constrain.cfg.sample import sample
 from constrain.errors import EmptyAllowedSetError, TokenNotAllowedError
 from test_cfg_frontends import GBNF_KEYS, LARK_KEYS, _gbnf_source, _lark_source, _mutate, _seed, lark_accepts
@@ -191,6 +192,38 @@ def test_mask_equals_brute_force_at_reachable_states(real_vocab, key, vocab):
             _check_mask_against_steps(compiled, m, index, rnd, (key, text), ids[:k])
         if k < len(ids):
             m.advance(ids[k])
+
+
+class _NoLoops(LexerBlocks):
+    """The lexer with no state marked as looping: every walk steps through every node."""
+
+    @property
+    def loops(self) -> np.ndarray:
+        return np.zeros((self._n, 4), dtype=np.uint64)
+
+
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "arithmetic.gbnf", "json.gbnf"])
+def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
+    """Walks accept a subtree whole where one configuration loops on all its bytes (an identifier
+    followed by letters); the full mask equals the walk that steps through every node, along a
+    sampled sentence and a random walk (identifier-dense grammars take the combined walk)."""
+    tok, index = real_vocab("smollm2")
+    fast = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    slow = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    slow.lexers.__class__ = _NoLoops
+    rnd = random.Random(_seed(key) + 11)
+    text = _sentences(_source(key)[1], _seed(key) + 12, 1, max_terminals=10)[0]
+    ids = list(tok.encode(text, add_special_tokens=False))
+    mf, ms = fast.matcher(), slow.matcher()
+    for k in range(len(ids) + 4):
+        wf, ws = _mask(mf, index), _mask(ms, index)
+        assert (wf == ws).all(), (key, index.decode_bytes(ids[:k]))
+        allowed = sorted(_ids(wf, index) - set(index.eos_token_ids))
+        if not allowed:
+            break
+        t = ids[k] if k < len(ids) else rnd.choice(allowed)
+        mf.advance(t)
+        ms.advance(t)
 
 
 # ---------------------------------------------------------------------------- 4. deep nesting

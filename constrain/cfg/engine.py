@@ -43,12 +43,17 @@ MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too a
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X,
+def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
     """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
-    configurations. New parser edges are computed inline (``fast_earley.advance``)."""
+    configurations. New parser edges are computed inline (``fast_earley.advance``).
+
+    A subtree is accepted whole, without stepping, when one configuration's lexer state loops on
+    every byte in it (``loops`` vs ``sub_bytes``: an identifier followed by letters): that one
+    configuration keeps each of its tokens alive. Its tokens are a run in byte order, set in
+    ``ordered`` (mapped to ids by ``_ordered_to_words`` when the walk is done)."""
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
@@ -60,6 +65,28 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X,
     last = pos[2]
     while i < n:
         d = depth[i]
+        whole = False
+        for k in range(cnt[d]):
+            g = cfg_g[d, k]
+            if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
+                    and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
+                whole = True
+                break
+        if whole:
+            a = sub_start[i]
+            b2 = sub_start[skip[i]]
+            count += b2 - a
+            while a < b2 and (a & 31) != 0:  # bits up to a word boundary, whole words, the rest
+                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                a += 1
+            while a + 32 <= b2:
+                ordered[a >> 5] = np.uint32(0xFFFFFFFF)
+                a += 32
+            while a < b2:
+                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                a += 1
+            i = skip[i]
+            continue
         b = byte[i]
         m = 0
         for k in range(cnt[d]):
@@ -191,21 +218,28 @@ def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, sub_
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
         i += 1
     if any_run:
-        for w in range(ordered.shape[0]):
-            bits = ordered[w]
-            if bits == 0:
-                continue
-            for k in range(32):
-                if (bits >> np.uint32(k)) & np.uint32(1):
-                    t = trie_ids[w * 32 + k]
-                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        _ordered_to_words(ordered, trie_ids, out_words)
     return n_ev
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip, out):  # pragma: no cover
+def _ordered_to_words(ordered, trie_ids, out_words):  # pragma: no cover - numba
+    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order)."""
+    for w in range(ordered.shape[0]):
+        bits = ordered[w]
+        if bits == 0:
+            continue
+        for k in range(32):
+            if (bits >> np.uint32(k)) & np.uint32(1):
+                t = trie_ids[w * 32 + k]
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+
+
+@numba.njit(cache=True, nogil=True)
+def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip, out, limit):  # pragma: no cover
     """Children of the event nodes where terminal ``t`` may end whose byte may start what follows
-    (``first[b]``): the only places a token can cross that boundary. Returns their count."""
+    (``first[b]``): the only places a token can cross that boundary. Returns their count, or -1
+    as soon as there are more than ``limit`` (the configuration takes the combined walk)."""
     n = 0
     for e in range(ev_node.shape[0]):
         g = ev_state[e]
@@ -221,6 +255,8 @@ def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip,
         end = skip[node]
         while j < end:
             if first[byte[j]]:
+                if n == limit:
+                    return -1
                 out[n] = j
                 n += 1
             j = skip[j]
@@ -228,11 +264,13 @@ def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip,
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, roots, root_c, root_g,
-                   byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover
+def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, sub_start, ordered,
+                   roots, root_c, root_g, byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words,
+                   need):  # pragma: no cover
     """The context-dependent part of a mask: walk the subtree of every root node from the one
     configuration ``(root_c, root_g)`` that reads the root's byte (a terminal just ended above it).
-    Resumable like ``_walk_cfg``: ``pos`` = [root index, node index or -1 before the root's start].
+    Resumable like ``_walk_cfg``: ``pos`` = [root index, node index or -1 before the root's start];
+    subtrees where one configuration loops on every byte are accepted whole, as there.
     (The loop body repeats ``_walk_cfg``'s on purpose: numba optimises one body far better than
     the same logic split into helper functions; measured again 2026-11-30, moving the
     next-context block into an ``inline="always"`` helper made the sql_select masks 25x slower.)"""
@@ -254,6 +292,27 @@ def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, roots, root_c,
         end = skip[root]
         while i < end:
             d = depth[i]
+            whole = False
+            for k in range(cnt[d]):
+                g = cfg_g[d, k]
+                if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
+                        and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
+                    whole = True
+                    break
+            if whole:
+                a = sub_start[i]
+                b2 = sub_start[skip[i]]
+                while a < b2 and (a & 31) != 0:
+                    ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                    a += 1
+                while a + 32 <= b2:
+                    ordered[a >> 5] = np.uint32(0xFFFFFFFF)
+                    a += 32
+                while a < b2:
+                    ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
+                    a += 1
+                i = skip[i]
+                continue
             b = byte[i]
             m = 0
             for k in range(cnt[d]):
@@ -343,9 +402,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
         self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
         self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
+        self._dense: set[tuple[int, int]] = set()  # (context, class) whose boundaries need the combined walk
         self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
         self._first_ids: dict[bytes, int] = {}
-        self._candidate_cache: dict[tuple[int, int, int], np.ndarray] = {}  # (class, terminal, first id) -> roots
+        self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         root = self.parser.root
@@ -499,8 +559,10 @@ class CFGCompiledGrammar(CompiledGrammar):
             key = (c, classes[g])
             part = self._boundary_parts.get(key)
             if part is None:
-                plan = self._boundary_roots(c, classes[g], ev_node, ev_state, ev_terms, nodes)
+                plan = None if key in self._dense else self._boundary_roots(c, classes[g], ev_node, ev_state,
+                                                                             ev_terms, nodes)
                 if plan is None:
+                    self._dense.add(key)
                     dense.append((c, g))
                     continue
                 part = self._walk_roots(*plan, nodes, trie)
@@ -532,7 +594,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         limit = max(MAX_BOUNDARY_ROOTS, len(ev_node) // 8)
         for t, c2 in targets:
             s2 = self._start(c2)
-            cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes)
+            cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes, limit)
+            if cand is None:
+                return None
             total += len(cand)
             if total > limit:
                 return None
@@ -543,20 +607,22 @@ class CFGCompiledGrammar(CompiledGrammar):
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
         return np.concatenate(roots), np.concatenate(root_c), np.concatenate(root_g)
 
-    def _candidates(self, cls: int, t: int, s2: int, ev_node, ev_state, nodes) -> np.ndarray:
-        """Event children for (state class, terminal, first bytes after it); context-independent."""
+    def _candidates(self, cls: int, t: int, s2: int, ev_node, ev_state, nodes, limit: int) -> np.ndarray | None:
+        """Event children for (state class, terminal, first bytes after it); context-independent.
+        None when there are more than ``limit`` (fixed per state class), found without listing them all."""
         first = self._first_bytes.get(s2)
         if first is None:
             row = self.lexers.trans[s2] >= 0
             fid = self._first_ids.setdefault(row.tobytes(), len(self._first_ids))
             first = self._first_bytes[s2] = (fid, row)
         key = (cls, t, first[0])
-        hit = self._candidate_cache.get(key)
-        if hit is None:
-            _, acc_ptr, acc_terms = self.lexers.arrays()
-            out = np.empty(len(nodes.byte), dtype=np.int32)
-            n = _event_children(ev_node, ev_state, acc_ptr, acc_terms, np.int32(t), first[1], nodes.byte, nodes.skip, out)
-            hit = self._candidate_cache[key] = out[:n].copy()
+        if key in self._candidate_cache:
+            return self._candidate_cache[key]
+        _, acc_ptr, acc_terms = self.lexers.arrays()
+        out = np.empty(min(len(nodes.byte), limit), dtype=np.int32)
+        n = _event_children(ev_node, ev_state, acc_ptr, acc_terms, np.int32(t), first[1], nodes.byte, nodes.skip, out,
+                            np.int64(limit))
+        hit = self._candidate_cache[key] = None if n < 0 else out[:n].copy()
         return hit
 
     def _walk_roots(self, roots, root_c, root_g, nodes, trie) -> np.ndarray:
@@ -568,12 +634,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
         pos = np.array([0, -1], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
+        ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
+        sub_bytes = subtree_bytes(nodes)
         while True:
             trans, acc_ptr, acc_terms = self.lexers.arrays()
             p = self.parser
-            status = _walk_subtrees(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, roots, root_c, root_g,
+            status = _walk_subtrees(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, self.lexers.loops,
+                                    sub_bytes, nodes.token_start, ordered, roots, root_c, root_g,
                                     nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
+                _ordered_to_words(ordered, trie.ids, words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
@@ -591,12 +661,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         pos = np.array([0, 0, -1], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
+        sub_bytes = subtree_bytes(nodes)
         while True:
             trans, acc_ptr, acc_terms = self.lexers.arrays()
             p = self.parser
-            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X,
+            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, self.lexers.loops,
+                               sub_bytes, nodes.token_start, ordered,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
+                _ordered_to_words(ordered, trie.ids, words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "

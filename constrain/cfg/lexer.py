@@ -124,6 +124,7 @@ class LexerBlocks:
         self._hashes = np.zeros(64, dtype=np.int64)
         self._slots = np.full(256, -1, dtype=np.int64)
         self._n = 0
+        self._loops = np.zeros((64, 4), dtype=np.uint64)  # state -> bytes it loops on (bit b of word b >> 6)
         self._acc_ptr = np.zeros(65, dtype=np.int32)  # state -> its accepted terminals in _acc_terms
         self._acc_terms = np.zeros(64, dtype=np.int32)
         # every terminal's minimal DFA, concatenated on first use ("components")
@@ -156,6 +157,12 @@ class LexerBlocks:
     def trans(self) -> np.ndarray:
         """int32 [G, 256] next global state (-1 dead)."""
         return self._trans[: self._n]
+
+    @property
+    def loops(self) -> np.ndarray:
+        """uint64 [G, 4]: the bytes on which each state steps to itself (bit ``b & 63`` of word
+        ``b >> 6``). A walk in a state that loops on every byte of a subtree keeps all its tokens."""
+        return self._loops[: self._n]
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk."""
@@ -228,6 +235,12 @@ class LexerBlocks:
         tl = terms.tolist()
         self.accepts.extend(tuple(tl[bounds[i]: bounds[i + 1]]) for i in range(n - old_n))
         self.mask_class.extend(self._state_classes(old_n, n).tolist())
+        if self._loops.shape[0] < n:
+            grown = np.zeros((max(n, 2 * self._loops.shape[0]), 4), dtype=np.uint64)
+            grown[: old_n] = self._loops[: old_n]
+            self._loops = grown
+        selfloop = self._trans[old_n: n] == np.arange(old_n, n, dtype=np.int32)[:, None]
+        self._loops[old_n: n] = np.packbits(selfloop, axis=1, bitorder="little").view("<u8")
         self._arrays = None
 
     def _state_classes(self, old_n: int, n_all: int) -> np.ndarray:
