@@ -402,7 +402,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
         self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
         self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
-        self._dense: set[tuple[int, int]] = set()  # (context, class) whose boundaries need the combined walk
+        self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
         self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
         self._first_ids: dict[bytes, int] = {}
         self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
@@ -559,10 +559,12 @@ class CFGCompiledGrammar(CompiledGrammar):
             key = (c, classes[g])
             part = self._boundary_parts.get(key)
             if part is None:
-                plan = None if key in self._dense else self._boundary_roots(c, classes[g], ev_node, ev_state,
-                                                                             ev_terms, nodes)
+                # a state class whose boundaries were everywhere in one context is taken to be so in
+                # every context (the combined walk is exact either way; this only skips the count)
+                plan = None if classes[g] in self._dense else self._boundary_roots(c, classes[g], ev_node, ev_state,
+                                                                                    ev_terms, nodes)
                 if plan is None:
-                    self._dense.add(key)
+                    self._dense.add(classes[g])
                     dense.append((c, g))
                     continue
                 part = self._walk_roots(*plan, nodes, trie)
