@@ -163,33 +163,29 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, s
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(trans, acc_ptr, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
+def _walk_lexer(trans, acc_ptr, loops, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
                 out_words, ev_node, ev_state):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted).
 
-    Where ``start`` loops on a byte (the body of a JSON string) and is not accepting, a subtree
-    whose bytes (``sub_bytes``) all loop is accepted whole without stepping: its tokens are one
-    contiguous run in byte order (``trie_ids[sub_start[i]:sub_start[skip[i]]]``), set as a bit range
-    in a byte-order bitmap and mapped to token ids once at the end; no event lies inside it."""
+    Where the state reached loops on every byte of a subtree (``loops`` vs ``sub_bytes``: the body
+    of a JSON string, the letters of an identifier), the subtree is accepted whole without
+    stepping: its tokens are one contiguous run in byte order
+    (``trie_ids[sub_start[i]:sub_start[skip[i]]]``), set as a bit range in a byte-order bitmap and
+    mapped to token ids once at the end. Events inside it are not listed: every token a boundary
+    there could allow lies in the subtree, allowed already."""
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
-    loop = np.zeros(4, dtype=np.uint64)
-    has_loop = False
-    if acc_ptr[start + 1] == acc_ptr[start]:
-        for b in range(256):
-            if trans[start, b] == start:
-                loop[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
-                has_loop = True
-    ordered = np.zeros((trie_ids.shape[0] + 31) // 32 if has_loop else 1, dtype=np.uint32)
+    ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
     any_run = False
     n = byte.shape[0]
     n_ev = 0
     i = 0
     while i < n:
         d = depth[i]
-        if has_loop and stack[d] == start and (sub_bytes[i, 0] & ~loop[0]) == 0 and (sub_bytes[i, 1] & ~loop[1]) == 0 \
-                and (sub_bytes[i, 2] & ~loop[2]) == 0 and (sub_bytes[i, 3] & ~loop[3]) == 0:
+        g = stack[d]
+        if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
+                and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
             a = sub_start[i]
             b2 = sub_start[skip[i]]
             while a < b2 and (a & 31) != 0:  # bits up to a word boundary, whole words, the rest
@@ -692,7 +688,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ev_node = np.empty(len(nodes.byte), dtype=np.int32)
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
-        n_ev = _walk_lexer(trans, acc_ptr, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
+        n_ev = _walk_lexer(trans, acc_ptr, self.lexers.loops, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
                            subtree_bytes(nodes), nodes.token_start, trie.ids, trie.max_len, inside,
                            ev_node, ev_state)
         ev_state = ev_state[:n_ev].copy()
