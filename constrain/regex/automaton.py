@@ -89,7 +89,7 @@ class _NFA:
 
     def __init__(self) -> None:
         self.n = 0  # states
-        # flat edge lists (converted to arrays in one go by ``_determinize``)
+        # flat edge lists (converted to arrays in one go by ``_via_nfa``)
         self.eps_src: list[int] = []
         self.eps_dst: list[int] = []
         self.e_src: list[int] = []
@@ -459,47 +459,6 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     return t_src[:n_t], t_cls[:n_t], t_dst[:n_t], acc[:n], n
 
 
-def _determinize(nfa: _NFA, start: int, final: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Subset construction over byte classes; returns (class table [S, C], accepting, byte -> class).
-
-    Only NFA states that can still reach ``final`` enter a subset, so every DFA state can reach
-    acceptance (the result is already trim) and a transition whose subset is empty is dead.
-    Returns None when the start state cannot reach acceptance (the language is empty).
-    The NFA is flattened into arrays here; the construction itself runs in numba.
-    """
-    n_states = nfa.n
-    eps_src = np.array(nfa.eps_src, dtype=np.int64)
-    order = np.argsort(eps_src, kind="stable")
-    eps_dst = np.array(nfa.eps_dst, dtype=np.int32)[order]
-    eps_ptr = np.zeros(n_states + 1, dtype=np.int64)
-    np.cumsum(np.bincount(eps_src, minlength=n_states), out=eps_ptr[1:])
-    e_src = np.array(nfa.e_src, dtype=np.int64)
-    order = np.argsort(e_src, kind="stable")
-    lo = np.array(nfa.e_lo, dtype=np.int64)[order]
-    hi = np.array(nfa.e_hi, dtype=np.int64)[order] + 1
-    e_dst = np.array(nfa.e_dst, dtype=np.int32)[order]
-    e_ptr = np.zeros(n_states + 1, dtype=np.int64)
-    np.cumsum(np.bincount(e_src, minlength=n_states), out=e_ptr[1:])
-    # Byte classes: bytes no edge tells apart behave the same everywhere.
-    cuts = np.unique(np.concatenate([[0, 256], lo, hi]))
-    class_of = np.searchsorted(cuts, np.arange(256), side="right") - 1
-    n_classes = len(cuts) - 1
-    e_lo = np.searchsorted(cuts, lo).astype(np.int32)
-    e_hi = np.searchsorted(cuts, hi).astype(np.int32)
-    eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, co = _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst,
-                                                                       np.int64(final))
-    if not co[start]:
-        return None
-    src, cls, dst, accepting, n = _subset_construction(
-        eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep,
-        np.int32(start), np.int32(final), np.int64(n_classes), np.int64(MAX_DFA_STATES))
-    if n < 0:
-        raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
-    table = np.full((n, n_classes), DEAD, dtype=np.int32)
-    table[src.astype(np.intp), cls.astype(np.intp)] = dst
-    return table, accepting.copy(), class_of
-
-
 @numba.njit(cache=True)
 def _partition(table, accepting):  # pragma: no cover - numba
     """Coarsest partition of a trim DFA's states (block id per state), whether it is acyclic, and
@@ -690,17 +649,99 @@ def _build_dfa(node, source: str | None) -> DFA:
 
 
 def _via_nfa(node, source: str | None) -> DFA:
-    """The general path: Thompson NFA -> subset construction -> minimal DFA."""
+    """The general path: Thompson NFA -> subset construction -> minimal DFA, everything after the
+    NFA in one numba call (``_nfa_to_dfa``: for the small terminals of a grammar the array glue
+    between separate steps cost more than the steps)."""
     nfa = _NFA()
     start, final = nfa.build(node)
-    det = _determinize(nfa, start, final)  # already trim: every state can reach acceptance
-    if det is None:
-        raise RegexError("the pattern matches no string (its language is empty)", source=source,
-                         pos=None)
-    table, accepting, class_of = det
-    table, accepting, horizon = _minimize(table, accepting)
-    trans = np.ascontiguousarray(table[:, class_of], dtype=np.int32)
-    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of.astype(np.int32), horizon=horizon)
+    status, trans, table, accepting, class_of, horizon = _nfa_to_dfa(
+        np.int64(nfa.n), np.array(nfa.eps_src, dtype=np.int64), np.array(nfa.eps_dst, dtype=np.int32),
+        np.array(nfa.e_src, dtype=np.int64), np.array(nfa.e_lo, dtype=np.int32), np.array(nfa.e_hi, dtype=np.int32),
+        np.array(nfa.e_dst, dtype=np.int32), np.int64(start), np.int64(final), np.int64(MAX_DFA_STATES))
+    if status == 0:  # already trim: every state can reach acceptance
+        raise RegexError("the pattern matches no string (its language is empty)", source=source, pos=None)
+    if status < 0:
+        raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
+    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of, horizon=int(horizon))
+
+
+@numba.njit(cache=True)
+def _by_source(n, src, cols):  # pragma: no cover - numba
+    """CSR by source state (a stable counting sort): (ptr [n + 1], the order of the entries)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(src.shape[0]):
+        ptr[src[k] + 1] += 1
+    for s in range(n):
+        ptr[s + 1] += ptr[s]
+    fill = ptr[:n].copy()
+    order = np.empty(src.shape[0], dtype=np.int64)
+    for k in range(src.shape[0]):
+        order[fill[src[k]]] = k
+        fill[src[k]] += 1
+    return ptr, order
+
+
+@numba.njit(cache=True)
+def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max_states):  # pragma: no cover
+    """Flat NFA edge lists -> (status, trans [S, 256], class table, accepting, byte -> class, horizon):
+    CSR arrays, byte classes between edge boundaries, co-reachability (``_co_filter``), subset
+    construction and minimisation (``_partition``, ``_quotient``). Status 0: the language is empty;
+    -1: more than ``max_states`` states; 1: done."""
+    eps_ptr, order = _by_source(n, eps_src, eps_dst)
+    eps_d = np.empty(eps_dst.shape[0], dtype=np.int32)
+    for k in range(order.shape[0]):
+        eps_d[k] = eps_dst[order[k]]
+    e_ptr, order = _by_source(n, e_src, e_dst)
+    m = order.shape[0]
+    # byte classes: bytes no edge tells apart behave the same everywhere
+    is_cut = np.zeros(257, dtype=np.bool_)
+    is_cut[0] = True
+    is_cut[256] = True
+    for k in range(m):
+        is_cut[e_lo[k]] = True
+        is_cut[e_hi[k] + 1] = True
+    cut_index = np.zeros(257, dtype=np.int32)
+    n_cuts = 0
+    for b in range(257):
+        if is_cut[b]:
+            cut_index[b] = n_cuts
+            n_cuts += 1
+    n_classes = n_cuts - 1
+    class_of = np.empty(256, dtype=np.int32)
+    c = -1
+    for b in range(256):
+        if is_cut[b]:
+            c += 1
+        class_of[b] = c
+    lo_c = np.empty(m, dtype=np.int32)
+    hi_c = np.empty(m, dtype=np.int32)
+    dst = np.empty(m, dtype=np.int32)
+    for k in range(m):
+        j = order[k]
+        lo_c[k] = cut_index[e_lo[j]]
+        hi_c[k] = cut_index[e_hi[j] + 1]
+        dst[k] = e_dst[j]
+    eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, keep, co = _co_filter(eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, final)
+    empty_table = np.zeros((0, 1), dtype=np.int32)
+    if not co[start]:
+        return 0, empty_table, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
+    t_src, t_cls, t_dst, accepting, n_dfa = _subset_construction(
+        eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, keep, np.int32(start), np.int32(final), np.int64(n_classes), max_states)
+    if n_dfa < 0:
+        return -1, empty_table, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
+    table = np.full((n_dfa, n_classes), -1, dtype=np.int32)
+    for k in range(t_src.shape[0]):
+        table[t_src[k], t_cls[k]] = t_dst[k]
+    acc = accepting.copy()
+    block, nb, acyclic, height0 = _partition(table, acc)
+    table, acc = _quotient(table, acc, block, nb)
+    rows = table.shape[0]
+    horizon = min(rows - 1, height0) if acyclic else rows - 1
+    trans = np.empty((rows, 256), dtype=np.int32)
+    for s in range(rows):
+        for b in range(256):
+            trans[s, b] = table[s, class_of[b]]
+    return 1, trans, table, acc, class_of, horizon
 
 
 def _concatenation(node) -> DFA | None:
