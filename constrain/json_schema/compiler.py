@@ -374,8 +374,10 @@ class _Builder:
             return None
         if len(pieces) == 1:
             return pieces[0]
-        if all(_ast(p) for p in pieces):
+        if all(_ast(p) for p in pieces) and not any(p in self._standalone for p in pieces):
             return num.alt(*pieces)
+        # (a string value among them stays a terminal of its own: `"type": ["string", "null"]`
+        # with a maxLength would otherwise fuse a big counted automaton into every key's terminal)
         return self.rule(name, [[p] for p in pieces])
 
     def _types(self, schema: dict, pointer: str) -> list[str]:

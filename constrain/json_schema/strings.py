@@ -19,9 +19,12 @@ character (``ANY_CHAR``) costs ``\\u`` and 3-4 digit states for the BMP and abou
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 
 from constrain.json_schema.numbers import EMPTY, alt, cat, lit, rep
+from constrain.regex import automaton
 from constrain.regex import charset as cs
 
 QUOTE = lit('"')
@@ -178,16 +181,15 @@ _CHAR_DFA = None
 def string_of_length(min_len: int = 0, max_len: int | None = None):
     """Any JSON string whose decoded length (code points) is within the bounds."""
     global _CHAR_DFA
-    if max_len is None or max_len <= 16:
-        return cat(QUOTE, rep(ANY_CHAR, min_len, max_len), QUOTE)
-    from constrain.regex.counted import prefix_free_dfa, repeat_dfa
-
-    if _CHAR_DFA is None:
-        _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
-    return cat(QUOTE, ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len)), QUOTE)
+    return cat(QUOTE, chars(min_len, max_len), QUOTE)
 
 
-_BODIES: dict[tuple[int, int | None], tuple] = {}
+# Bodies by bounds (LRU, cleared with the automaton memo): equal bounds must give the SAME leaf, or
+# every `"maxLength": 255` property would be a terminal, a lexer automaton and a mask walk of its own.
+_BODIES: "OrderedDict[tuple[int, int | None], tuple]" = OrderedDict()
+_BODIES_KEPT = 64
+_bodies_lock = threading.Lock()
+automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
 def chars(min_len: int, max_len: int | None):
@@ -195,16 +197,24 @@ def chars(min_len: int, max_len: int | None):
     (so that equal bounds give one lexer terminal)."""
     global _CHAR_DFA
     key = (min_len, max_len)
-    if key not in _BODIES:
-        if max_len is None or max_len <= 16:
-            _BODIES[key] = rep(ANY_CHAR, min_len, max_len)
-        else:
-            from constrain.regex.counted import prefix_free_dfa, repeat_dfa
+    with _bodies_lock:
+        hit = _BODIES.get(key)
+        if hit is not None:
+            _BODIES.move_to_end(key)
+            return hit
+    if max_len is None or max_len <= 16:
+        body = rep(ANY_CHAR, min_len, max_len)
+    else:
+        from constrain.regex.counted import prefix_free_dfa, repeat_dfa
 
-            if _CHAR_DFA is None:
-                _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
-            _BODIES[key] = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len))
-    return _BODIES[key]
+        if _CHAR_DFA is None:
+            _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
+        body = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len))
+    with _bodies_lock:
+        body = _BODIES.setdefault(key, body)
+        if len(_BODIES) > _BODIES_KEPT:
+            _BODIES.popitem(last=False)
+    return body
 
 
 def spell_decoded(node):

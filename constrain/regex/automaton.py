@@ -606,10 +606,15 @@ _MEMO_MAX_STATES = 4096  # ... when small (big ones are rarely rebuilt and cost 
 _memo_lock = threading.Lock()
 
 
+_OTHER_MEMOS: list = []  # clear functions of memos built on this one (``boolean``'s products)
+
+
 def clear_memo() -> None:
     """Forget every memoised automaton (benchmarks measuring cold compiles call this)."""
     with _memo_lock:
         _MEMO.clear()
+    for clear in _OTHER_MEMOS:
+        clear()
 
 
 def build_dfa(node, source: str | None = None) -> DFA:

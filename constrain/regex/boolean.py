@@ -7,12 +7,56 @@ property names that are NOT declared ones). These build the product automaton an
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
 import numba
 import numpy as np
 
 from constrain._intern import reverse_reach
+from constrain.regex import automaton
 from constrain.regex.automaton import DFA, MAX_DFA_STATES, build_dfa
 from constrain.errors import RegexError
+
+# Products memoised by their operand ASTs (LRU, within a budget of states: ~1 KB each). JSON Schema
+# asks for the same product again and again (every `"type": "string", "maxLength": 255` property),
+# and equal results must be the SAME leaf: DFA leaves compare by identity, so only then do the
+# terminals built on them (and their lexer automata and masks) coincide.
+_PRODUCT_STATE_BUDGET = 100_000
+_products: "OrderedDict[tuple, tuple | None]" = OrderedDict()
+_product_states = 0
+_products_lock = threading.Lock()
+_MISSING = object()
+
+
+def _clear_products() -> None:
+    global _product_states
+    with _products_lock:
+        _products.clear()
+        _product_states = 0
+
+
+automaton._OTHER_MEMOS.append(_clear_products)
+
+
+def _memoised(key: tuple, build):
+    global _product_states
+    with _products_lock:
+        hit = _products.get(key, _MISSING)
+        if hit is not _MISSING:
+            _products.move_to_end(key)
+            return hit
+    result = build()
+    size = result[1].num_states if result is not None and result[0] == "dfa" else 0
+    if size <= _PRODUCT_STATE_BUDGET // 4:
+        with _products_lock:
+            if key not in _products:
+                _products[key] = result
+                _product_states += size
+                while _product_states > _PRODUCT_STATE_BUDGET and _products:
+                    _, old = _products.popitem(last=False)
+                    _product_states -= old[1].num_states if old is not None and old[0] == "dfa" else 0
+    return result
 
 
 def _as_dfa(node) -> DFA | None:
@@ -191,7 +235,12 @@ def _common_affixes(nodes):
 
 
 def intersect(*nodes):
-    """AST leaf for the intersection of the languages, or None when it is empty."""
+    """AST leaf for the intersection of the languages, or None when it is empty (memoised: equal
+    operands give the same leaf)."""
+    return _memoised(("and",) + nodes, lambda: _intersect(nodes))
+
+
+def _intersect(nodes):
     split = _common_affixes(nodes)
     if split is not None:  # intersect the bodies only: cheaper, and the affixes stay plain ASTs
         first, bodies, last = split
@@ -209,7 +258,11 @@ def intersect(*nodes):
 
 
 def difference(node, minus):
-    """AST leaf for ``L(node) - L(minus)``, or None when it is empty."""
+    """AST leaf for ``L(node) - L(minus)``, or None when it is empty (memoised like ``intersect``)."""
+    return _memoised(("minus", node, minus), lambda: _difference(node, minus))
+
+
+def _difference(node, minus):
     a = _as_dfa(node)
     if a is None:
         return None

@@ -1,0 +1,56 @@
+"""Equal string constraints compile to ONE terminal: DFA leaves compare by identity, so equal
+bounds and equal products must return the same leaf, or every `"maxLength": 255` property would be
+a terminal, a lexer automaton and a mask walk of its own. And sharing must not change the language."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+
+from constrain import Grammar
+from constrain.json_schema import strings
+from constrain.regex import automaton, boolean
+from constrain.regex.parse import parse_regex
+
+NULLABLE = {"type": ["string", "null"], "maxLength": 40}
+SCHEMA = {"type": "object", "properties": {k: NULLABLE for k in ("a", "b", "c", "d")},
+          "required": ["a", "b"], "additionalProperties": False}
+
+
+def _big_terminals(grammar) -> list:
+    """Terminals holding a DFA leaf (the counted string bodies)."""
+    def has_leaf(node) -> bool:
+        return node[0] == "dfa" or (node[0] in ("cat", "alt") and any(has_leaf(c) for c in node[1])) or (
+            node[0] == "rep" and has_leaf(node[1]))
+    return [t for t in grammar._ast.terminals if has_leaf(t)]
+
+
+def test_equal_length_bounds_give_one_leaf_and_one_terminal():
+    automaton.clear_memo()
+    assert strings.string_of_length(0, 40) == strings.string_of_length(0, 40)
+    assert strings.chars(0, 40) is strings.chars(0, 40)
+    assert len(_big_terminals(Grammar.from_json_schema(SCHEMA))) == 1
+
+
+def test_equal_products_are_the_same_leaf_until_the_memo_is_cleared():
+    a, b = parse_regex("[a-c]{0,30}"), parse_regex("a*b*c*")
+    first = boolean.intersect(a, b)
+    assert boolean.intersect(a, b) is first
+    assert boolean.difference(a, b) is boolean.difference(a, b)
+    automaton.clear_memo()
+    again = boolean.intersect(a, b)
+    assert again is not first and (again[1].trans == first[1].trans).all()
+
+
+def test_shared_string_terminals_keep_the_language(real_vocab):
+    _, index = real_vocab("smollm2")
+    import constrain
+
+    compiled = constrain.compile(Grammar.from_json_schema(SCHEMA, whitespace="compact"), index, cache=False)
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    docs = [{"a": "x" * 40, "b": None}, {"a": None, "b": "", "d": "é" * 40}, {"a": "x" * 41, "b": None},
+            {"a": 1, "b": None}, {"b": None}, {"a": "q", "b": "r", "c": None, "d": "s"}]
+    for doc in docs:
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        assert compiled.accepts_text(text) == validator.is_valid(doc), text
