@@ -671,7 +671,7 @@ def _via_nfa(node, source: str | None) -> DFA:
 
 
 @numba.njit(cache=True)
-def _by_source(n, src, cols):  # pragma: no cover - numba
+def _by_source(n, src):  # pragma: no cover - numba
     """CSR by source state (a stable counting sort): (ptr [n + 1], the order of the entries)."""
     ptr = np.zeros(n + 1, dtype=np.int64)
     for k in range(src.shape[0]):
@@ -692,11 +692,11 @@ def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max
     CSR arrays, byte classes between edge boundaries, co-reachability (``_co_filter``), subset
     construction and minimisation (``_partition``, ``_quotient``). Status 0: the language is empty;
     -1: more than ``max_states`` states; 1: done."""
-    eps_ptr, order = _by_source(n, eps_src, eps_dst)
+    eps_ptr, order = _by_source(n, eps_src)
     eps_d = np.empty(eps_dst.shape[0], dtype=np.int32)
     for k in range(order.shape[0]):
         eps_d[k] = eps_dst[order[k]]
-    e_ptr, order = _by_source(n, e_src, e_dst)
+    e_ptr, order = _by_source(n, e_src)
     m = order.shape[0]
     # byte classes: bytes no edge tells apart behave the same everywhere
     is_cut = np.zeros(257, dtype=np.bool_)
