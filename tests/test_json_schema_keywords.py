@@ -22,7 +22,7 @@ import pytest
 
 import constrain
 from constrain import Grammar
-from constrain.json_schema.errors import SchemaError, UnsupportedSchemaError
+from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import FORMATS
 
 SPEC = dict(strict=False)  # specification semantics (undeclared properties allowed)
@@ -378,6 +378,40 @@ def test_format_samples_pass_the_format_checker(fmt):
         assert not bad, f"hostname samples break RFC 1123 label limits: {bad[:5]}"
 
 
+def test_email_local_part_is_capped_at_64_octets(index):
+    """RFC 5321 4.5.3.1.1: at most 64 octets before the @ (any number of single dots inside)."""
+    g = compiled({"type": "string", "format": "email"}, index, **SPEC)
+    assert g.accepts_text(dumps("a" * 64 + "@example.com"))
+    assert g.accepts_text(dumps("a.b.c.d.e.f.g.h@example.com"))
+    assert not g.accepts_text(dumps("a" * 65 + "@example.com"))
+    assert not g.accepts_text(dumps("a" * 30 + ".." + "b" * 30 + "@example.com"))
+    # an escaped character counts once: 63 raw + one \u0061 = 64 characters
+    assert g.accepts_text('"' + "a" * 63 + '\\u0061@example.com"')
+    assert not g.accepts_text('"' + "a" * 64 + '\\u0061@example.com"')
+
+
+def test_length_bounds_a_format_or_pattern_implies_are_not_counted(index):
+    """Bounds that the format/pattern already implies are dropped (no counter multiplied into the
+    format's automaton, which made ``email`` + ``maxLength: 1024`` exceed the state limit); bounds
+    that cut into the language are still enforced exactly."""
+    from constrain.json_schema.compiler import _format_length_range
+
+    assert _format_length_range("email") == (5, 64 + 1 + 5 * 63 + 4)
+    assert _format_length_range("uuid") == (36, 36)
+    assert _format_length_range("uri")[1] is None
+    long = "b" * 64 + "@" + ".".join(["c" * 63] * 5)
+    g = compiled({"type": "string", "format": "email", "maxLength": 1024, "minLength": 1}, index, **SPEC)
+    assert g.accepts_text(dumps(long)) and g.accepts_text(dumps("a@b.co"))
+    g = compiled({"type": "string", "format": "email", "maxLength": 12}, index, **SPEC)
+    assert g.accepts_text(dumps("abc@exam.com")) and not g.accepts_text(dumps("abcd@exam.com"))
+    g = compiled({"type": "string", "pattern": "^[a-f]{24}$", "maxLength": 24, "minLength": 24}, index, **SPEC)
+    assert g.accepts_text(dumps("a" * 24)) and not g.accepts_text(dumps("a" * 23))
+    g = compiled({"type": "string", "pattern": "^[a-f]{2,30}$", "minLength": 20}, index, **SPEC)
+    assert g.accepts_text(dumps("a" * 20)) and not g.accepts_text(dumps("a" * 19))
+    with pytest.raises(EmptySchemaError):
+        Grammar.from_json_schema({"type": "string", "pattern": "^[a-f]{24}$", "minLength": 25})
+
+
 @pytest.mark.xfail(strict=True, reason="formats.py: hostname allows up to 9 labels of 63 characters (575), "
                    "RFC 1123 caps the name at 253; needs a length intersection")
 def test_hostname_total_length_limit(index):
@@ -502,6 +536,9 @@ ARRAY_SCHEMAS = [
     {"type": "array", "contains": {"type": "string"}, "minContains": 0},
     {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "string"}},
     {"type": "array", "items": {"type": "array", "maxItems": 1}, "minItems": 1},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "minItems": 3, "maxItems": 5},
+    {"type": "array", "contains": {"type": "string"}, "maxItems": 2},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "string"}, "minItems": 4},
 ]
 
 

@@ -187,3 +187,50 @@ def test_object_branches_disjoint_by_a_forbidden_required_key(index):
     v2 = jsonschema.Draft202012Validator(loose)
     for text in ['{"embedded":"a"}', '"s"', "1", '{"http":"b"}']:
         assert g2.accepts_text(text) == v2.is_valid(json.loads(text)), text
+
+
+ITEM_VALUES = ["s", "x", 1, None, [], [1], ["s"], ["x"], ["x", "s"], ["x", 1], [1, "s"], [[1]], {"k": 1}]
+
+
+def test_array_branches_negate_items(index):
+    """NOT items X = some item outside X (``contains``): JSONSchemaBench Github_medium o80161,
+    oneOf [string, string[], enum, enum[]]."""
+    enum = {"enum": ["x", "y"]}
+    v = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, enum,
+                   {"type": "array", "items": enum}]}
+    check({"type": "object", "properties": {"v": v}, "required": ["v"]}, {"v": ITEM_VALUES}, index)
+
+
+def test_overlapping_oneof_under_a_negation(index):
+    """A oneOf whose branches overlap, inside a branch that is negated (Github_easy o39084:
+    items oneOf [anything, string] = items that are not strings)."""
+    anything = {"instanceof": "RegExp"}  # an unknown keyword: an annotation, so any value
+    v = {"oneOf": [anything, {"type": "string"},
+                   {"type": "array", "minItems": 1, "items": {"oneOf": [anything, {"type": "string"}]}}]}
+    check({"type": "object", "properties": {"v": v}, "required": ["v"]}, {"v": ITEM_VALUES}, index)
+
+
+def test_negated_item_counts(index):
+    v = {"oneOf": [{"type": "array", "minItems": 2, "maxItems": 3}, {"type": "array", "items": {"type": "integer"}}]}
+    values = ["s", [], [1], [1, 2], ["a", "b"], [1, 2, 3, 4], ["a"] * 4, ["a", 1, "b"]]
+    check({"type": "object", "properties": {"v": v}, "required": ["v"]}, {"v": values}, index)
+
+
+def test_discriminator_says_nothing_about_non_objects(index):
+    """Branches told apart by a required property's values are disjoint on objects only: a
+    non-object satisfies both (so oneOf rejects it). This was accepted before."""
+    schema = {"oneOf": [{"required": ["k"], "properties": {"k": {"const": 1}}},
+                        {"required": ["k"], "properties": {"k": {"const": 2}}}]}
+    check(schema, {"k": [1, 2, 3]}, index)
+
+
+def test_discriminator_required_by_the_parent(index):
+    """GeoJSON (Github_medium o19022): the parent requires "type" and each branch pins its value,
+    so the branches are disjoint although no branch requires "type" itself."""
+    position = {"type": "array", "minItems": 2, "maxItems": 3, "items": {"type": "number"}, "additionalItems": False}
+    schema = {"type": "object", "required": ["type", "coordinates"],
+              "oneOf": [{"properties": {"type": {"enum": ["Point"]}, "coordinates": position}},
+                        {"properties": {"type": {"enum": ["MultiPoint"]},
+                                        "coordinates": {"type": "array", "items": position}}}]}
+    values = {"type": ["Point", "MultiPoint", "Line"], "coordinates": [[1, 2], [[1, 2]], [1], [[1]], []]}
+    check(schema, values, index)

@@ -23,10 +23,11 @@ from constrain.errors import RegexError
 from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
-from constrain.json_schema.formats import FORMATS
+from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
 from constrain.json_schema.merge import _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
+from constrain.regex.ast import length_range
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
@@ -44,6 +45,7 @@ _NON_INTEGRAL = num.non_integral_numbers()
 MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = 128
 MAX_DFA_COUNTED_LENGTH = 4096
+MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
@@ -586,6 +588,7 @@ class _Builder:
             min_len = 0
         patterns = list(schema.get("__patterns", [])) + ([schema["pattern"]] if "pattern" in schema else [])
         formats = list(schema.get("__formats", [])) + ([schema["format"]] if "format" in schema else [])
+        min_len, max_len = self._unimplied_bounds(min_len, max_len, patterns, formats, pointer)
         long = (max_len is not None and max_len > MAX_DFA_LENGTH) or min_len > MAX_DFA_LENGTH
         if long and not regular and not patterns and not (self.opt.formats == "assert" and
                                                           any(f in FORMATS for f in formats)):
@@ -629,6 +632,26 @@ class _Builder:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
 
+    def _unimplied_bounds(self, min_len: int, max_len: int | None, patterns: list, formats: list, pointer: str):
+        """(minLength, maxLength) with the bounds that a pattern or format already implies dropped
+        (0 / None): every string it matches is long or short enough, so counting adds nothing
+        (``{"format": "email", "maxLength": 1024}`` needs no 1024-state counter multiplied into it)."""
+        if min_len == 0 and max_len is None:
+            return min_len, max_len
+        ranges = []
+        for pat in patterns:
+            ast = self._pattern_decoded(pat, pointer + "/pattern", quiet=True)
+            if ast is not None:
+                ranges.append(length_range(ast))
+        if self.opt.formats == "assert":
+            ranges.extend(_format_length_range(f) for f in formats if f in FORMATS)
+        for lo, hi in ranges:
+            if lo >= min_len:
+                min_len = 0
+            if max_len is not None and hi is not None and hi <= max_len:
+                max_len = None
+        return min_len, max_len
+
     def _long_string(self, min_len: int, max_len: int | None):
         """A JSON string of min_len..max_len characters, counted in LENGTH_CHUNK-character chunks.
 
@@ -661,16 +684,27 @@ class _Builder:
         """JSON strings containing a match of ``pattern`` (ECMA-262 semantics: unanchored search;
         ``^``/``$`` hold only at the string's start/end, wherever they stand in the pattern).
         None: no string contains a match (e.g. ``"/^[0-9]{4}$/"``: a ``^`` after a ``/``)."""
-        if not isinstance(pattern, str):
-            raise SchemaError("pattern must be a string", pointer)
-        try:
-            ast = parse_search_regex(pattern, re.ASCII)
-        except RegexError as e:
-            self.refuse("pattern", pointer, str(e).splitlines()[0])
+        ast = self._pattern_decoded(pattern, pointer)
+        if ast is _REFUSED_PATTERN:
             return js.string_of_length()
         if ast is None:
             return None
         return num.cat(js.QUOTE, js.spell_decoded(ast), js.QUOTE)
+
+    def _pattern_decoded(self, pattern: Any, pointer: str, quiet: bool = False):
+        """The decoded-string AST of what ``pattern`` matches in search semantics; None when no
+        string contains a match; ``_REFUSED_PATTERN`` when it cannot be compiled (refused, unless
+        ``quiet``: a caller that only asks, the refusal comes when the pattern is built)."""
+        if not isinstance(pattern, str):
+            if quiet:
+                return _REFUSED_PATTERN
+            raise SchemaError("pattern must be a string", pointer)
+        try:
+            return parse_search_regex(pattern, re.ASCII)
+        except RegexError as e:
+            if not quiet:
+                self.refuse("pattern", pointer, str(e).splitlines()[0])
+            return _REFUSED_PATTERN
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
@@ -1045,12 +1079,14 @@ class _Builder:
         return self.rule(f"array@{pointer}", alts)
 
     def _array_contains(self, schema, prefix_pieces, items, rest, min_items, max_items, pointer):
+        """Arrays with at least minContains items matching ``contains`` (each also matching ``items``)
+        and minItems..maxItems items in all. State (n, k) after n items (n counted up to maxItems, or
+        to max(minItems, 1) when unbounded: beyond that counts behave alike) with k hits still needed;
+        only states that can still finish exist (n + k <= maxItems: hits can fill the rest)."""
         if prefix_pieces:
             self.refuse("contains", pointer + "/contains", "contains together with prefixItems")
         if "maxContains" in schema:
             self.refuse("maxContains", pointer + "/maxContains")
-        if max_items is not None or min_items:
-            self.refuse("contains", pointer + "/contains", "contains together with minItems/maxItems")
         need = schema.get("minContains", 1)
         if not isinstance(need, (int, float)) or isinstance(need, bool) or need < 0 or need != int(need):
             raise SchemaError("minContains must be a non-negative integer", pointer + "/minContains")
@@ -1063,24 +1099,27 @@ class _Builder:
                          pointer + "/contains")
         if hit is None:
             raise EmptySchemaError("no item can satisfy contains", pointer + "/contains")
+        if max_items is not None and need > max_items:
+            raise EmptySchemaError(f"minContains {need} > maxItems {max_items}", pointer)
+        cap = max(min_items, 1) if max_items is None else max_items
+        if cap * (need + 1) > MAX_CONTAINS_STATES:
+            self.refuse("contains", pointer + "/contains", f"{cap} item counts x {need} hits are more than "
+                                                           f"{MAX_CONTAINS_STATES} grammar states")
         w = self.w()
         comma = [w, num.lit(","), w]
-        # after(k): the rest of the array when k more hits are still needed, after a first element
-        after: dict[int, int | None] = {}
-        for k in range(0, need + 1):
-            sym = self.new_nt(f"contains{k}@{pointer}")
-            after[k] = sym
-        for k in range(0, need + 1):
-            sym = after[k]
-            if k == 0:
+        syms = {(n, k): self.new_nt(f"contains{n},{k}@{pointer}")
+                for n in range(1, cap + 1) for k in range(need + 1) if max_items is None or n + k <= max_items}
+        for (n, k), sym in syms.items():
+            if k == 0 and n >= min_items:
                 self.rules.append((~sym, ()))
-            if rest is not None:
-                self.rules.append((~sym, self.seq(comma + [rest, sym])))
-            if k > 0:
-                self.rules.append((~sym, self.seq(comma + [hit, after[k - 1]])))
-        alts = [[num.lit("["), w, hit, after[need - 1], w, num.lit("]")]]
-        if rest is not None:
-            alts.append([num.lit("["), w, rest, after[need], w, num.lit("]")])
+            m = n + 1 if max_items is not None else min(n + 1, cap)
+            if rest is not None and (m, k) in syms:
+                self.rules.append((~sym, self.seq(comma + [rest, syms[(m, k)]])))
+            if k > 0 and (m, k - 1) in syms:
+                self.rules.append((~sym, self.seq(comma + [hit, syms[(m, k - 1)]])))
+        alts = [[num.lit("["), w, hit, syms[(1, need - 1)], w, num.lit("]")]]
+        if rest is not None and (1, need) in syms:
+            alts.append([num.lit("["), w, rest, syms[(1, need)], w, num.lit("]")])
         return self.rule(f"array@{pointer}", alts)
 
     # ------------------------------------------------------------------ combinators
@@ -1093,7 +1132,7 @@ class _Builder:
     def _disjoint(self, branches, pointer: str, rest: dict | None = None) -> bool:
         from constrain.json_schema.merge import branches_disjoint
 
-        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], _objects_only(rest))
+        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], _objects_only(rest), _required_of(rest))
 
     def _exclusive_branches(self, branches: list, rest: dict, pointer: str) -> list:
         """Overlapping oneOf as (branch index, alternative) pairs of an equivalent anyOf.
@@ -1115,7 +1154,7 @@ class _Builder:
                                      f"{MAX_ONE_OF_BRANCHES} rewritten exactly")
             return list(enumerate(branches))
         bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
-        objects = _objects_only(rest)
+        objects, required = _objects_only(rest), _required_of(rest)
         out: list = []
         refused = None
         self._must_refuse += 1
@@ -1126,7 +1165,7 @@ class _Builder:
                 context = [c for c in (bi, rest) if isinstance(c, dict)]
                 factors = []
                 for j, bj in enumerate(bs):
-                    if j == i or bj is False or _disjoint_pair(bi, bj, objects) or (rest and _disjoint_pair(bj, rest)):
+                    if j == i or bj is False or _disjoint_pair(bi, bj, objects, required) or (rest and _disjoint_pair(bj, rest)):
                         continue  # Bi (or the parent) already excludes Bj
                     options = self._negation_options(bj, context, f"{at}/{j}")
                     if options is None:  # NOT Bj holds wherever Bi and the parent do
@@ -1226,9 +1265,11 @@ class _Builder:
             if key in sub:
                 conjuncts.append(({key: sub.pop(key)}, pointer))
         if "oneOf" in sub:
-            if not self._disjoint(sub["oneOf"], pointer + "/oneOf"):
-                self.refuse("oneOf", pointer + "/oneOf", "NOT of a oneOf whose branches may overlap")
-            conjuncts.append(({"anyOf": sub.pop("oneOf")}, pointer + "/oneOf"))
+            branches = sub.pop("oneOf")
+            if not self._disjoint(branches, pointer + "/oneOf"):
+                # "exactly one" as the anyOf of "Bi and no other Bj" (refused there when it cannot be written)
+                branches = [alt for _, alt in self._exclusive_branches(branches, {}, pointer)]
+            conjuncts.append(({"anyOf": branches}, pointer + "/oneOf"))
         if conjuncts:
             if sub:
                 conjuncts.append((sub, pointer))
@@ -1236,6 +1277,11 @@ class _Builder:
         object_keys = {"properties", "required", "additionalProperties"}
         if set(sub) & object_keys and set(sub) <= object_keys | {"type"}:
             return self._negate_object(sub, context, pointer)
+        array_keys = {"items", "minItems", "maxItems"}
+        if "additionalItems" in sub and not isinstance(sub.get("items"), list):
+            sub.pop("additionalItems")  # it applies only after tuple-form items
+        if set(sub) & array_keys and set(sub) <= array_keys | {"type"} and not isinstance(sub.get("items"), list):
+            return self._negate_array(sub, context, pointer)
         try:
             return self._negate(sub, pointer)
         except UnsupportedSchemaError:
@@ -1288,6 +1334,35 @@ class _Builder:
         elif extra is not True and extra != {}:
             self.refuse("not", pointer + "/additionalProperties", "a negated additionalProperties schema")
             return True
+        return _union_of(options)
+
+    def _negate_array(self, sub: dict, context: list, pointer: str):
+        """NOT of type/items/minItems/maxItems: another type (where ``sub`` names types), too few or
+        too many items, or some item failing ``items`` (``contains`` its negation, written in the
+        context of the items schemas around it). The array keywords hold for every non-array."""
+        types = sub.get("type")
+        options = []
+        if types is not None:
+            options.append(self._negate({"type": types}, pointer))
+            if "array" not in (types if isinstance(types, list) else [types]):
+                return _union_of(options)
+        lo = _int_keyword(sub, "minItems", 0, pointer)
+        hi = _int_keyword(sub, "maxItems", None, pointer)
+        for key, v in (("minItems", lo), ("maxItems", hi)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+        if lo > 0:
+            options.append({"type": "array", "maxItems": lo - 1, "__no_eval": True})
+        if hi is not None:
+            options.append({"type": "array", "minItems": hi + 1, "__no_eval": True})
+        if "items" in sub:
+            at = pointer + "/items"
+            items = self.refs.deref(sub["items"], at)
+            around = [self.refs.deref(c["items"], at) for c in context if isinstance(c.get("items"), (dict, bool))]
+            if not any(_same_schema(a, items) for a in around):
+                inner = self._negate_in(items, [a for a in around if isinstance(a, dict)], at)
+                if inner is not False:
+                    options.append({"type": "array", "contains": inner, "__no_eval": True})
         return _union_of(options)
 
     def _not(self, schema: dict, pointer: str):
@@ -1424,6 +1499,7 @@ class _Builder:
         return {"allOf": parts} if len(parts) > 1 else parts[0]
 
 _FORMAT_CACHE: dict[str, tuple] = {}
+_REFUSED_PATTERN = object()  # a pattern that cannot be compiled (see _pattern_decoded)
 
 
 def _checked_formats() -> set[str]:
@@ -1434,10 +1510,29 @@ def _checked_formats() -> set[str]:
 
 
 def _format_string(fmt: str):
-    """The JSON string AST of a format (built once per process: some are large)."""
+    """The JSON string AST of a format (built once per process: some are large). A format made of
+    capped pieces (the email local part's 64 octets) intersects each capped piece's spelling with
+    the spelled length bound, exact because spelling maps each character on its own."""
     if fmt not in _FORMAT_CACHE:
-        _FORMAT_CACHE[fmt] = num.cat(js.QUOTE, js.spell_decoded(parse_regex(FORMATS[fmt])), js.QUOTE)
+        pieces = CAPPED_PIECES.get(fmt, ((FORMATS[fmt], None),))
+        spelled = []
+        for rx, cap in pieces:
+            piece = js.spell_decoded(parse_regex(rx))
+            spelled.append(piece if cap is None else boolean.intersect(piece, js.chars(0, cap)))
+        _FORMAT_CACHE[fmt] = num.cat(js.QUOTE, *spelled, js.QUOTE)
     return _FORMAT_CACHE[fmt]
+
+
+def _format_length_range(fmt: str) -> tuple[int, int | None]:
+    """(shortest, longest) decoded length of a format's strings, caps included."""
+    lo_all, hi_all = 0, 0
+    for rx, cap in CAPPED_PIECES.get(fmt, ((FORMATS[fmt], None),)):
+        lo, hi = length_range(parse_regex(rx))
+        if cap is not None:
+            hi = cap if hi is None else min(hi, cap)
+        lo_all += lo
+        hi_all = None if hi_all is None or hi is None else hi_all + hi
+    return lo_all, hi_all
 
 
 def _multiple_of(k: int):
@@ -1509,6 +1604,12 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
 def _objects_only(schema) -> bool:
     """Whether ``schema`` (the parent around oneOf branches) admits objects only."""
     return isinstance(schema, dict) and schema.get("type") in ("object", ["object"])
+
+
+def _required_of(schema) -> frozenset:
+    """Names ``schema`` (the parent around oneOf branches) requires (of objects)."""
+    got = schema.get("required") if isinstance(schema, dict) else None
+    return frozenset(n for n in got if isinstance(n, str)) if isinstance(got, list) else frozenset()
 
 
 def _name_literal(name: str, declared: int, spellings: str = "all"):

@@ -35,15 +35,27 @@ _HOSTNAME = f"{_LABEL}(?:\\.{_LABEL}){{0,8}}"
 _DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
 _DUR_DATE = "(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
 
+# RFC 5321 dot-atom mailbox; section 4.5.3.1.1 caps the local part at 64 octets (ASCII here, so
+# characters). The cap makes the format's length bounded, so a maxLength above it needs no counting.
+_ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_EMAIL_LOCAL = f"{_ATEXT}+(?:\\.{_ATEXT}+)*"
+_EMAIL_DOMAIN = "@" + _LABEL + "(?:\\." + _LABEL + "){1,4}"
+
 FORMATS: dict[str, str] = {
     "date": _DATE,
     "time": _TIME,
     "date-time": f"{_DATE}[Tt]{_TIME}",
     "duration": f"P(?:[0-9]+W|{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME})",
-    "email": "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+){0,4}@" + _LABEL + "(?:\\." + _LABEL + "){1,4}",
+    "email": _EMAIL_LOCAL + _EMAIL_DOMAIN,
     "uuid": "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
     "uri": "[A-Za-z][A-Za-z0-9+.-]*:(?://[A-Za-z0-9._~%!$&'()*+,;=:@-]*)?[A-Za-z0-9._~%!$&'()*+,;=:@/?-]*(?:#[A-Za-z0-9._~%!$&'()*+,;=:@/?-]*)?",
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "hostname": _HOSTNAME,
+}
+
+# Formats whose regex above is only their shape: pieces (regex, longest length or None) whose
+# concatenation is the language, each capped piece intersected with a length bound by the compiler.
+CAPPED_PIECES: dict[str, tuple[tuple[str, int | None], ...]] = {
+    "email": ((_EMAIL_LOCAL, 64), (_EMAIL_DOMAIN, None)),
 }

@@ -274,8 +274,9 @@ def _forbids(schema: dict, name: str) -> bool:
     return schema.get("additionalProperties", True) is False and not schema.get("patternProperties")
 
 
-def _disjoint_pair(a: Any, b: Any, objects: bool = False) -> bool:
-    """True when no instance satisfies both ``a`` and ``b`` (``objects``: the context admits objects only)."""
+def _disjoint_pair(a: Any, b: Any, objects: bool = False, required: frozenset = frozenset()) -> bool:
+    """True when no instance satisfies both ``a`` and ``b`` (``objects``: the context admits objects
+    only; ``required``: names the context requires)."""
     ta, tb = _types_of(a), _types_of(b)
     if ta is not None and tb is not None:
         ta2 = ta | ({"number"} if "integer" in ta else set())
@@ -285,27 +286,29 @@ def _disjoint_pair(a: Any, b: Any, objects: bool = False) -> bool:
     va, vb = _values_of(a), _values_of(b)
     if va is not None and vb is not None and not any(_json_equal(x, y) for x in va for y in vb):
         return True
-    # discriminator: a property required by both whose allowed values never coincide
-    if isinstance(a, dict) and isinstance(b, dict):
+    # properties/required say nothing about non-objects, so only where the instance must be an object:
+    if isinstance(a, dict) and isinstance(b, dict) and (objects or (ta is not None and ta <= {"object"})
+                                                        or (tb is not None and tb <= {"object"})):
+        # a discriminator: a property present (required by either or by the context) whose allowed
+        # values in the two never coincide
         pa, pb = a.get("properties", {}), b.get("properties", {})
-        for name in set(a.get("required", [])) & set(b.get("required", [])):
+        for name in set(a.get("required", [])) | set(b.get("required", [])) | set(required):
             xa, xb = _values_of(pa.get(name)), _values_of(pb.get(name))
             if xa is not None and xb is not None and not any(_json_equal(x, y) for x in xa for y in xb):
                 return True
-        # on objects: a property one branch requires and the other forbids
-        # (properties/required say nothing about non-objects, so the instance must be an object)
-        if (objects or ta == {"object"} or tb == {"object"}) and "$ref" not in a and "$ref" not in b:
+        # a property one branch requires and the other forbids
+        if "$ref" not in a and "$ref" not in b:
             if any(_forbids(b, n) for n in a.get("required", [])) or any(_forbids(a, n) for n in b.get("required", [])):
                 return True
     return False
 
 
-def branches_disjoint(branches: list, objects: bool = False) -> bool:
+def branches_disjoint(branches: list, objects: bool = False, required: frozenset = frozenset()) -> bool:
     """True when no instance can satisfy two branches (so oneOf == anyOf); False = unknown.
-    ``objects``: the schema around the branches admits objects only."""
+    ``objects``: the schema around the branches admits objects only; ``required``: names it requires."""
     for i in range(len(branches)):
         for j in range(i + 1, len(branches)):
-            if not _disjoint_pair(branches[i], branches[j], objects):
+            if not _disjoint_pair(branches[i], branches[j], objects, required):
                 return False
     return True
 

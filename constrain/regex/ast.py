@@ -73,3 +73,28 @@ def accepts_empty(node: Node) -> bool:
     if kind == "dfa":
         return bool(node[1].accepting[node[1].start])
     raise AssertionError(kind)
+
+
+def length_range(node: Node) -> tuple[int, int | None]:
+    """(shortest, longest) match of an AST over characters (``set`` leaves count one each; None:
+    unbounded). Every match's length lies in the range, so a length bound that contains it is
+    implied by the language and needs no counting automaton."""
+    kind = node[0]
+    if kind == "set":
+        return 1, 1
+    if kind in ("cat", "alt"):
+        ranges = [length_range(c) for c in node[1]]
+        if not ranges:
+            return 0, 0
+        if kind == "cat":
+            his = [h for _, h in ranges]
+            return sum(lo for lo, _ in ranges), None if None in his else sum(his)
+        his = [h for _, h in ranges]
+        return min(lo for lo, _ in ranges), None if None in his else max(his)
+    if kind == "rep":
+        lo, hi = length_range(node[1])
+        if hi == 0:
+            return 0, 0
+        top = None if hi is None or node[3] is None else hi * node[3]
+        return lo * node[2], top
+    raise ValueError(f"no character length range for a {kind!r} node")
