@@ -881,3 +881,24 @@ def test_id_inside_an_unknown_keyword_identifies_nothing(index):
     g = constrain.compile(Grammar.from_json_schema(schema, strict=False), index)
     assert g.accepts_text('"a string"')
     assert not g.accepts_text("null")
+
+
+@pytest.mark.parametrize("required", [["a", "b", "c", "d"], ["a"], []])
+def test_any_order_with_property_counts(required, index):
+    """property_order="any" with min/maxProperties and extra members: only states that can still
+    finish exist (maxProperties 8 with 4 required names left unproductive rules and failed to
+    compile: JSONSchemaBench Github_medium o48619), and the language is exactly jsonschema's."""
+    import itertools
+
+    for lo, hi in [(0, 8), (3, 5), (5, 5), (0, 4), (3, None)]:
+        schema = {"type": "object", "properties": {k: {"type": "string"} for k in "abcd"}, "required": required,
+                  "additionalProperties": {"type": "integer"}, "minProperties": lo}
+        if hi is not None:
+            schema["maxProperties"] = hi
+        g = compiled(schema, index, property_order="any")
+        v = oracle(schema)
+        keys = list("abcdxy")
+        for r in range(7):
+            for combo in itertools.permutations(keys, r) if r <= 2 else [tuple(keys[:r]), tuple(reversed(keys[:r]))]:
+                d = {k: ("s" if k in "abcd" else 1) for k in combo}
+                assert g.accepts_text(dumps(d)) == v.is_valid(d), (schema, d)

@@ -97,6 +97,42 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, class_cuts, starts, rows,
     return rows, vec_ptr, vec, hashes, slots, n
 
 
+@numba.njit(cache=True)
+def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_class,
+                    next_class):  # pragma: no cover - numba
+    """Mask class of each new product state ``old_n..n_all-1``: the block's start gets a fresh
+    class; a one-component state its component's class; a several-component state the class of
+    its vector of component classes, interned (``cv_*``) so that equal vectors share a class
+    across blocks. Returns (classes, the grown store, its size, the next unused class)."""
+    n = n_all - old_n
+    out = np.empty(n, dtype=np.int64)
+    out[0] = next_class
+    next_class += 1
+    key = np.empty(16, dtype=np.int32)
+    for q in range(1, n):
+        lo = vec_ptr[old_n + q]
+        m = vec_ptr[old_n + q + 1] - lo
+        if m == 1:
+            out[q] = comp_class[vec[lo]]
+            continue
+        if m > key.shape[0]:
+            key = np.empty(2 * m, dtype=np.int32)
+        for j in range(m):
+            key[j] = comp_class[vec[lo + j]]
+        found, new, cv_ptr, cv_vec, cv_hashes, cv_slots = intern_vector(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots,
+                                                                        cv_n, np.int64(1) << 40)
+        if new:
+            cv_n += 1
+            if cv_n > cv_class.shape[0]:
+                grown = np.empty(2 * cv_n, dtype=np.int64)
+                grown[: cv_n - 1] = cv_class[: cv_n - 1]
+                cv_class = grown
+            cv_class[found] = next_class
+            next_class += 1
+        out[q] = cv_class[found]
+    return out, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_class, next_class
+
+
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
     """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
     if n <= a.shape[0]:
@@ -143,7 +179,11 @@ class LexerBlocks:
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
-        self._class_of_vector: dict[tuple, int] = {}  # several live components -> mask class
+        # several live components -> mask class: their vectors of component classes, interned
+        self._cv = (np.zeros(65, dtype=np.int64), np.zeros(256, dtype=np.int32), np.zeros(64, dtype=np.int64),
+                    np.full(256, -1, dtype=np.int64))
+        self._cv_n = 0
+        self._cv_class = np.zeros(64, dtype=np.int64)
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
 
     def start_for(self, allowed: frozenset[int]) -> int:
@@ -211,10 +251,6 @@ class LexerBlocks:
         self._next_class = int(out.max(initial=self._next_class - 1)) + 1
         return out
 
-    def _new_class(self) -> int:
-        self._next_class += 1
-        return self._next_class - 1
-
     def _register(self, old_n: int) -> None:
         """Accepted terminals and mask classes of the states ``_extend`` just added."""
         n = self._n
@@ -248,28 +284,10 @@ class LexerBlocks:
         terminal's DFA that agree on every string a token can spell, ``regex/equivalence.py``).
         Equal component classes behave alike, so equal vectors share masks, across blocks too.
         The start state (between terminals) always gets a class of its own."""
-        vec_ptr = self._vec_ptr[old_n: n_all + 1] - 0
-        vec = self._vec
-        n = n_all - old_n
-        out = np.empty(n, dtype=np.int64)
-        out[0] = self._new_class()  # the new block's start state
-        if n == 1:
-            return out
-        ptr = vec_ptr[1: n + 1]
-        lens = np.diff(vec_ptr[: n + 1])
-        single = np.flatnonzero(lens == 1)
-        single = single[single > 0]
-        out[single] = self._comp_class[vec[ptr[single] - 1]]
-        cache = self._class_of_vector
-        comp_class = self._comp_class
-        for q in np.flatnonzero(lens > 1).tolist():
-            if q == 0:
-                continue
-            key = tuple(comp_class[vec[vec_ptr[q]: vec_ptr[q + 1]]].tolist())
-            got = cache.get(key)
-            if got is None:
-                got = cache[key] = self._new_class()
-            out[q] = got
+        out, *cv, self._cv_n, self._cv_class, self._next_class = _vector_classes(
+            self._vec_ptr, self._vec, old_n, n_all, self._comp_class, *self._cv, self._cv_n, self._cv_class,
+            self._next_class)
+        self._cv = tuple(cv)
         return out
 
     def _build(self, terminal_ids: list[int]) -> int:

@@ -334,7 +334,8 @@ class _Builder:
                 for i, b in numbered:
                     at = f"{pointer}/{key}/{i}"
                     try:  # through value()/_merged_value(), so recursive $ref branches are memoised
-                        pieces.append(self._merged_value([b, rest], pointer, at) if rest else self.value(b, at))
+                        pieces.append(self._merged_value(_parent_order(rest, self.refs.deref(b, at)) + [b, rest],
+                                                         pointer, at) if rest else self.value(b, at))
                     except EmptySchemaError as e:
                         first_error = first_error or e
                         pieces.append(None)  # a contradictory branch matches nothing
@@ -970,23 +971,40 @@ class _Builder:
         comma = [w, num.lit(","), w]
         required_mask = sum(1 << i for i, (_, _, r) in enumerate(declared) if r)
         cap = max(min_p, max_p if max_p is not None else 0, 1)  # extras counted up to here (>= 1: commas)
-        syms = {(used, e): self.new_nt(f"anyorder{used}.{e}@{pointer}")
-                for used in range(1 << n) for e in range(cap + 1)}
-        for (used, e), sym in syms.items():
-            count = bin(used).count("1") + e
-            lead = [] if count == 0 else comma
-            alts = []
-            if used & required_mask == required_mask and count >= min_p:
-                alts.append([])
-            room = max_p is None or count < max_p
-            for i, (name, piece, _) in enumerate(declared):
-                if room and not used & (1 << i):
-                    key = _name_literal(name, n, self.opt.spellings)
-                    alts.append(lead + [key, w, num.lit(":"), w, piece, syms[(used | 1 << i, e)]])
-            if extra_member is not None and room:
-                alts.append(lead + extra_member + [syms[(used, min(e + 1, cap))]])
-            for a in alts:
-                seq = self.seq(a)
+        # each state's alternatives: (pieces, next state or None for the end); only states that can
+        # still finish get a rule (maxProperties may leave no room for a missing required name)
+        alts_of: dict[tuple[int, int], list] = {}
+        for used in range(1 << n):
+            for e in range(cap + 1):
+                count = bin(used).count("1") + e
+                lead = [] if count == 0 else comma
+                alts = []
+                if used & required_mask == required_mask and count >= min_p:
+                    alts.append(([], None))
+                room = max_p is None or count < max_p
+                for i, (name, piece, _) in enumerate(declared):
+                    if room and not used & (1 << i):
+                        key = _name_literal(name, n, self.opt.spellings)
+                        alts.append((lead + [key, w, num.lit(":"), w, piece], (used | 1 << i, e)))
+                if extra_member is not None and room:
+                    alts.append((lead + extra_member, (used, min(e + 1, cap))))
+                alts_of[(used, e)] = alts
+        live: set = set()
+        changed = True
+        while changed:
+            changed = False
+            for state, alts in alts_of.items():
+                if state not in live and any(nxt is None or nxt in live for _, nxt in alts):
+                    live.add(state)
+                    changed = True
+        if (0, 0) not in live:
+            raise EmptySchemaError("no object satisfies required, minProperties and maxProperties together", pointer)
+        syms = {state: self.new_nt(f"anyorder{state[0]}.{state[1]}@{pointer}") for state in alts_of if state in live}
+        for state, sym in syms.items():
+            for pieces, nxt in alts_of[state]:
+                if nxt is not None and nxt not in live:
+                    continue
+                seq = self.seq(pieces + ([syms[nxt]] if nxt is not None else []))
                 if seq is not None:
                     self.rules.append((~sym, seq))
         return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0)], w, num.lit("}")]])
@@ -1599,6 +1617,16 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 or v != int(v):
         raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
     return int(v)
+
+
+def _parent_order(rest, branch) -> list:
+    """property_order="schema" around a branch: the parent's names, then the branch's (a schema
+    of True properties to merge first; empty when the parent names none)."""
+    if not isinstance(rest, dict) or not isinstance(rest.get("properties"), dict) or not rest["properties"]:
+        return []
+    names = [n for c in (rest, branch) if isinstance(c, dict) and isinstance(c.get("properties"), dict)
+             for n in c["properties"]]
+    return [{"properties": {n: True for n in dict.fromkeys(names)}}]
 
 
 def _objects_only(schema) -> bool:

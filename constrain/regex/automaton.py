@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numba
@@ -27,27 +26,42 @@ DEAD = -1
 MAX_DFA_STATES = 200_000
 
 
-@dataclass(eq=False)  # identity semantics: DFAs sit inside hashable AST tuples
 class DFA:
     """``trans[s, byte]`` is the next state or ``-1``; state 0 is the start state.
 
     ``table``/``classes`` optionally hold the same automaton over byte classes
     (``trans[s, b] == table[s, classes[b]]``), a much smaller table for Python-side stepping.
+    A DFA built with only those gets its full ``trans`` on first use: the lexer reads class
+    tables, and expanding a 2,500-state terminal to [S, 256] cost more than building it.
+    Identity semantics (no ``__eq__``): DFAs sit inside hashable AST tuples.
     """
 
-    trans: np.ndarray  # int32 [S, 256]
-    accepting: np.ndarray  # bool [S]
-    start: int = 0
-    _fingerprint: str | None = field(default=None, repr=False)
-    table: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [S, C]
-    classes: np.ndarray | None = field(default=None, repr=False, compare=False)  # int32 [256]
-    # Set on minimal DFAs: any two distinct states are told apart by a string of at most this
-    # many bytes (so states are never "equivalent up to a token's length" when it is <= that).
-    horizon: int | None = field(default=None, repr=False, compare=False)
+    def __init__(self, trans: np.ndarray | None = None, accepting: np.ndarray | None = None, start: int = 0,
+                 table: np.ndarray | None = None, classes: np.ndarray | None = None, horizon: int | None = None) -> None:
+        if accepting is None or (trans is None and (table is None or classes is None)):
+            raise ValueError("a DFA needs accepting flags and trans, or table and classes")
+        self._trans = trans  # int32 [S, 256]
+        self.accepting = accepting  # bool [S]
+        self.start = start
+        self.table = table  # int32 [S, C]
+        self.classes = classes  # int32 [256]
+        # Set on minimal DFAs: any two distinct states are told apart by a string of at most this
+        # many bytes (so states are never "equivalent up to a token's length" when it is <= that).
+        self.horizon = horizon
+        self._fingerprint: str | None = None
+
+    @property
+    def trans(self) -> np.ndarray:
+        if self._trans is None:
+            self._trans = np.ascontiguousarray(self.table[:, self.classes])
+        return self._trans
 
     @property
     def num_states(self) -> int:
-        return self.trans.shape[0]
+        return int(self.accepting.shape[0])
+
+    def __repr__(self) -> str:
+        return f"DFA({self.num_states} states, start {self.start})"
 
     def walk(self, state: int, data: bytes) -> int:
         trans = self.trans
@@ -659,7 +673,7 @@ def _via_nfa(node, source: str | None) -> DFA:
     between separate steps cost more than the steps)."""
     nfa = _NFA()
     start, final = nfa.build(node)
-    status, trans, table, accepting, class_of, horizon = _nfa_to_dfa(
+    status, table, accepting, class_of, horizon = _nfa_to_dfa(
         np.int64(nfa.n), np.array(nfa.eps_src, dtype=np.int64), np.array(nfa.eps_dst, dtype=np.int32),
         np.array(nfa.e_src, dtype=np.int64), np.array(nfa.e_lo, dtype=np.int32), np.array(nfa.e_hi, dtype=np.int32),
         np.array(nfa.e_dst, dtype=np.int32), np.int64(start), np.int64(final), np.int64(MAX_DFA_STATES))
@@ -667,7 +681,7 @@ def _via_nfa(node, source: str | None) -> DFA:
         raise RegexError("the pattern matches no string (its language is empty)", source=source, pos=None)
     if status < 0:
         raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
-    return DFA(trans=trans, accepting=accepting, table=table, classes=class_of, horizon=int(horizon))
+    return DFA(accepting=accepting, table=table, classes=class_of, horizon=int(horizon))
 
 
 @numba.njit(cache=True)
@@ -688,7 +702,7 @@ def _by_source(n, src):  # pragma: no cover - numba
 
 @numba.njit(cache=True)
 def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max_states):  # pragma: no cover
-    """Flat NFA edge lists -> (status, trans [S, 256], class table, accepting, byte -> class, horizon):
+    """Flat NFA edge lists -> (status, class table [S, C], accepting, byte -> class, horizon):
     CSR arrays, byte classes between edge boundaries, co-reachability (``_co_filter``), subset
     construction and minimisation (``_partition``, ``_quotient``). Status 0: the language is empty;
     -1: more than ``max_states`` states; 1: done."""
@@ -729,11 +743,11 @@ def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max
     eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, keep, co = _co_filter(eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, final)
     empty_table = np.zeros((0, 1), dtype=np.int32)
     if not co[start]:
-        return 0, empty_table, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
+        return 0, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
     t_src, t_cls, t_dst, accepting, n_dfa = _subset_construction(
         eps_ptr, eps_d, e_ptr, lo_c, hi_c, dst, keep, np.int32(start), np.int32(final), np.int64(n_classes), max_states)
     if n_dfa < 0:
-        return -1, empty_table, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
+        return -1, empty_table, np.zeros(0, dtype=np.bool_), class_of, 0
     table = np.full((n_dfa, n_classes), -1, dtype=np.int32)
     for k in range(t_src.shape[0]):
         table[t_src[k], t_cls[k]] = t_dst[k]
@@ -742,11 +756,7 @@ def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max
     table, acc = _quotient(table, acc, block, nb)
     rows = table.shape[0]
     horizon = min(rows - 1, height0) if acyclic else rows - 1
-    trans = np.empty((rows, 256), dtype=np.int32)
-    for s in range(rows):
-        for b in range(256):
-            trans[s, b] = table[s, class_of[b]]
-    return 1, trans, table, acc, class_of, horizon
+    return 1, table, acc, class_of, horizon
 
 
 def _concatenation(node) -> DFA | None:
@@ -791,7 +801,7 @@ def _concatenation(node) -> DFA | None:
     if final.shape[0] == 0:
         return None
     table, final, horizon = _minimize(table, final)
-    return DFA(trans=np.ascontiguousarray(table[:, class_of]), accepting=final, table=table, classes=class_of,
+    return DFA(accepting=final, table=table, classes=class_of,
                horizon=horizon)
 
 
@@ -834,7 +844,7 @@ def _minimal(dfa: DFA) -> DFA:
         table = remap[np.where(table[order] >= 0, table[order], len(live))]
         accepting = accepting[order]
     table, accepting, horizon = _minimize(table, accepting)
-    return DFA(trans=np.ascontiguousarray(table[:, classes]), accepting=accepting, table=table, classes=classes,
+    return DFA(accepting=accepting, table=table, classes=classes,
                horizon=horizon)
 
 
@@ -1024,7 +1034,7 @@ def _small_word_set_dfa(words: list[bytes]) -> DFA:
     class_of = np.zeros(256, dtype=np.int32)
     class_of[used] = np.arange(1, width, dtype=np.int32)
     table, acc, horizon = _minimize(np.array(rows, dtype=np.int32), np.array(accepting, dtype=np.bool_))
-    return DFA(trans=np.ascontiguousarray(table[:, class_of]), accepting=acc, table=table, classes=class_of,
+    return DFA(accepting=acc, table=table, classes=class_of,
                horizon=horizon)
 
 

@@ -175,31 +175,34 @@ def _product_kernel(ta, tb, acc_a, acc_b, difference, max_states, dense_cells): 
 
 def _product(a: DFA, b: DFA, difference: bool) -> DFA | None:
     """Product automaton accepting A and B, or A and not B (``difference``: a dead ``b``
-    component is kept as -1, which is what makes A - B work)."""
-    # bytes that neither automaton tells apart form one class: step once per class, not per byte
-    columns = np.ascontiguousarray(np.concatenate([a.trans, b.trans], axis=0).T)  # [256, Sa + Sb]
-    seen: dict[bytes, int] = {}
+    component is kept as -1, which is what makes A - B work). Works on class tables: bytes in
+    the same class of both automata step alike, so the product steps once per pair of classes
+    (numbered by first byte) and never expands either side to 256 columns."""
+    table_a, cls_a = automaton._class_table(a)
+    table_b, cls_b = automaton._class_table(b)
+    seen: dict[int, int] = {}
     class_of = np.empty(256, dtype=np.int64)
     reps: list[int] = []
-    for byte in range(256):  # (np.unique over rows is ~50x slower on wide rows)
-        key = columns[byte].tobytes()
+    width_b = table_b.shape[1]
+    for byte, key in enumerate((cls_a.astype(np.int64) * width_b + cls_b).tolist()):
         c = seen.get(key)
         if c is None:
             c = seen[key] = len(reps)
             reps.append(byte)
         class_of[byte] = c
     rep_index = np.asarray(reps, dtype=np.int64)
-    ta = np.ascontiguousarray(a.trans[:, rep_index], dtype=np.int32)
-    tb = np.ascontiguousarray(b.trans[:, rep_index], dtype=np.int32)
+    ta = np.ascontiguousarray(table_a[:, cls_a[rep_index]], dtype=np.int32)
+    tb = np.ascontiguousarray(table_b[:, cls_b[rep_index]], dtype=np.int32)
     rows, accepting, n = _product_kernel(ta, tb, a.accepting.astype(np.bool_), b.accepting.astype(np.bool_),
                                          difference, MAX_DFA_STATES, DENSE_PAIR_CELLS)
     if n < 0:
         raise RegexError(f"a combined automaton exceeds {MAX_DFA_STATES} states")
-    trans = np.ascontiguousarray(rows[:, class_of])
-    return _trimmed(trans, accepting.copy())
+    return _trimmed(np.ascontiguousarray(rows), accepting.copy(), class_of.astype(np.int32))
 
 
-def _trimmed(trans: np.ndarray, accepting: np.ndarray) -> DFA | None:
+def _trimmed(trans: np.ndarray, accepting: np.ndarray, classes: np.ndarray | None = None) -> DFA | None:
+    """The co-reachable part (None when the start state is dead). ``classes`` given: ``trans`` is
+    a class table over them, kept as one."""
     n = trans.shape[0]
     live = coreachable_states(trans, accepting)
     if not live[0]:
@@ -208,8 +211,10 @@ def _trimmed(trans: np.ndarray, accepting: np.ndarray) -> DFA | None:
     keep = np.flatnonzero(live)
     remap[keep] = np.arange(len(keep), dtype=np.int32)
     t = trans[keep]
-    t = remap[np.where(t >= 0, t, n)]
-    return DFA(trans=np.ascontiguousarray(t, dtype=np.int32), accepting=accepting[keep])
+    t = np.ascontiguousarray(remap[np.where(t >= 0, t, n)], dtype=np.int32)
+    if classes is not None:
+        return DFA(accepting=accepting[keep], table=t, classes=classes)
+    return DFA(trans=t, accepting=accepting[keep])
 
 
 def coreachable_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
