@@ -207,25 +207,53 @@ def _trimmed(trans: np.ndarray, accepting: np.ndarray, classes: np.ndarray | Non
     live = coreachable_states(trans, accepting)
     if not live[0]:
         return None
-    remap = np.full(n + 1, -1, dtype=np.int32)
     keep = np.flatnonzero(live)
-    remap[keep] = np.arange(len(keep), dtype=np.int32)
-    t = trans[keep]
-    t = np.ascontiguousarray(remap[np.where(t >= 0, t, n)], dtype=np.int32)
+    t = trans if len(keep) == n else _kept_rows(trans, keep)
     if classes is not None:
         return DFA(accepting=accepting[keep], table=t, classes=classes)
     return DFA(trans=t, accepting=accepting[keep])
 
 
+@numba.njit(cache=True)
+def _kept_rows(trans, keep):  # pragma: no cover - numba
+    """Rows ``keep`` of ``trans`` with targets renumbered, transitions into dropped states dead."""
+    remap = np.full(trans.shape[0], -1, dtype=np.int32)
+    for j in range(keep.shape[0]):
+        remap[keep[j]] = j
+    out = np.empty((keep.shape[0], trans.shape[1]), dtype=np.int32)
+    for j in range(keep.shape[0]):
+        for c in range(trans.shape[1]):
+            t = trans[keep[j], c]
+            out[j, c] = remap[t] if t >= 0 else -1
+    return out
+
+
 def coreachable_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
     """States from which an accepting state is reachable (one reverse search, linear)."""
-    n = trans.shape[0]
-    src, cls = np.nonzero(trans >= 0)
-    dst = trans[src, cls].astype(np.int64)
-    order = np.argsort(dst, kind="stable")
+    return _coreachable(np.ascontiguousarray(trans), np.ascontiguousarray(accepting, dtype=np.bool_))
+
+
+@numba.njit(cache=True)
+def _coreachable(trans, accepting):  # pragma: no cover - numba
+    """Predecessor lists by counting sort, then ``reverse_reach`` from the accepting states."""
+    n, width = trans.shape
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
-    return reverse_reach(ptr, src[order].astype(np.int64), np.ascontiguousarray(accepting, dtype=np.bool_))
+    for s in range(n):
+        for c in range(width):
+            t = trans[s, c]
+            if t >= 0:
+                ptr[t + 1] += 1
+    for t in range(n):
+        ptr[t + 1] += ptr[t]
+    fill = ptr[:n].copy()
+    src = np.empty(ptr[n], dtype=np.int64)
+    for s in range(n):
+        for c in range(width):
+            t = trans[s, c]
+            if t >= 0:
+                src[fill[t]] = s
+                fill[t] += 1
+    return reverse_reach(ptr, src, accepting)
 
 
 def _common_affixes(nodes):

@@ -7,6 +7,7 @@ the DFA of ``X{lo,hi}`` is just ``hi`` copies of X's DFA laid end to end, built 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from constrain.regex.automaton import DFA, build_dfa
@@ -22,31 +23,42 @@ def prefix_free_dfa(node) -> DFA | None:
 
 
 def repeat_dfa(body: DFA, lo: int, hi: int) -> DFA:
-    """DFA of ``body{lo,hi}`` for a prefix-free body DFA (see ``prefix_free_dfa``)."""
+    """DFA of ``body{lo,hi}`` for a prefix-free body DFA (see ``prefix_free_dfa``), over the body's
+    byte classes. A minimal prefix-free body has one accepting state and no way out of it, so the
+    chain is copies 0..hi-1 of the other states (each co-reachable: it can finish its copy) and
+    copy hi's start, the last accepting state: already trim, numbered as trimming would."""
+    from constrain.regex.automaton import _class_table
+
+    table, classes = _class_table(body)
     acc = body.accepting
-    inner = np.flatnonzero(~acc)  # states other than the accepting ones (start included)
+    inner = np.flatnonzero(~acc)  # states other than the accepting one (start included, as state 0)
     remap = np.full(body.num_states, -1, dtype=np.int64)
     remap[inner] = np.arange(len(inner))
     k = len(inner)
-    start_local = remap[0]
-    # copy i holds states i*k .. i*k+k-1; reaching an accepting state of copy i enters copy i+1's start
-    t = body.trans[inner]  # [k, 256]
+    assert remap[0] == 0, "a prefix-free body starts in a non-accepting state 0"
+    t = table[inner]  # [k, C]
     local = np.where(t >= 0, remap[t.clip(min=0)], -1)
     to_next = (t >= 0) & acc[t.clip(min=0)]
-    copies = hi + 1  # copy hi only has its start state used (no more repetitions allowed)
-    trans = np.full((copies * k, 256), -1, dtype=np.int32)
-    for i in range(copies):
-        block = np.where(local >= 0, local + i * k, -1)
-        if i < hi:
-            block = np.where(to_next, (i + 1) * k + start_local, block)
-        else:
-            block[:] = -1
-        trans[i * k:(i + 1) * k] = block
-    accepting = np.zeros(copies * k, dtype=bool)
-    accepting[np.arange(lo, copies) * k + start_local] = True
-    # copy hi: only its start state is reachable and it must not continue
-    from constrain.regex.boolean import _trimmed
+    n = hi * k + 1
+    out = _chain(np.where(to_next, -2, local).astype(np.int32), hi)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[np.arange(lo, hi + 1) * k] = True
+    return DFA(accepting=accepting, table=out, classes=classes)
 
-    out = _trimmed(trans, accepting)
-    assert out is not None
+
+@numba.njit(cache=True)
+def _chain(step, hi):  # pragma: no cover - numba
+    """``hi`` copies of a body's rows laid end to end, plus the final state. ``step[s, c]``: the
+    next state in the copy, -1 dead, -2 "the body is finished" (enter the next copy's start)."""
+    k, width = step.shape
+    out = np.full((hi * k + 1, width), -1, dtype=np.int32)
+    for i in range(hi):
+        base = i * k
+        for s in range(k):
+            for c in range(width):
+                t = step[s, c]
+                if t == -2:
+                    out[base + s, c] = base + k
+                elif t >= 0:
+                    out[base + s, c] = base + t
     return out
