@@ -902,3 +902,24 @@ def test_any_order_with_property_counts(required, index):
             for combo in itertools.permutations(keys, r) if r <= 2 else [tuple(keys[:r]), tuple(reversed(keys[:r]))]:
                 d = {k: ("s" if k in "abcd" else 1) for k in combo}
                 assert g.accepts_text(dumps(d)) == v.is_valid(d), (schema, d)
+
+
+NEGATED_BOUNDS = [
+    {"not": {"minimum": 0}},  # untyped: every non-number satisfies the bound (these were accepted)
+    {"not": {"exclusiveMaximum": 2}},
+    {"not": {"type": "number", "maximum": 3}},
+    {"not": {"type": "integer", "minimum": 0}},  # non-integral numbers fail it too (was refused)
+    {"not": {"type": "integer", "exclusiveMinimum": -2}},
+    {"not": {"not": {"enum": ["a", 1]}}},
+    {"oneOf": [{"enum": ["a", "b"]}, {"not": {"enum": ["b"]}}]},
+    # an overlapping oneOf inside a negated branch: its exact rewrite carries negations of its own
+    # ("numbers that are not integers", "strings outside a pattern") that are negated again
+    {"oneOf": [{"oneOf": [{"type": "integer"}, {"type": "number"}]}, {"minimum": 2}]},
+    {"oneOf": [{"oneOf": [{"type": "string"}, {"pattern": "^a"}]}, {"maxLength": 2}]},
+]
+
+
+@pytest.mark.parametrize("k", range(len(NEGATED_BOUNDS)))
+def test_not_numeric_bounds_and_values(k, index):
+    values = ["s", "a", "b", "abc", "bc", "bcd", -1, 1, 1.5, 2.5, 3, -1.5, None, 5, 2, -0.5, 1.0, -2, -3, [], {}, True]
+    check_agrees(NEGATED_BOUNDS[k], values, index)

@@ -234,3 +234,21 @@ def test_discriminator_required_by_the_parent(index):
                                         "coordinates": {"type": "array", "items": position}}}]}
     values = {"type": ["Point", "MultiPoint", "Line"], "coordinates": [[1, 2], [[1, 2]], [1], [[1]], []]}
     check(schema, values, index)
+
+
+def test_array_branches_with_overlapping_enums(index):
+    """Github_medium o62056: oneOf of capped arrays whose item enums overlap. "Too many items" is
+    told impossible next to the branch's own maxItems, so each branch needs one alternative per
+    other branch ("some item outside its enum"), several contains at once."""
+    v = {"oneOf": [{"type": "array", "maxItems": 3, "items": {"enum": ["a", "b", "c"]}},
+                   {"type": "array", "maxItems": 3, "items": {"enum": ["b", "c", "d"]}},
+                   {"type": "array", "maxItems": 3, "items": {"enum": ["d", "e"]}}]}
+    values = [[], ["a"], ["b"], ["d"], ["e"], ["a", "d"], ["b", "c"], ["a", "b", "c", "d"], ["x"], ["e", "d", "e"],
+              ["a", "e"], "s"]
+    check({"type": "object", "properties": {"v": v}, "required": ["v"]}, {"v": values}, index)
+
+
+def test_size_bounds_make_branches_disjoint(index):
+    v = {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 3}, {"minLength": 2}]}
+    values = ["", "a", "ab", "abc", "abcd", 5, ["x"]]
+    check({"type": "object", "properties": {"v": v}, "required": ["v"]}, {"v": values}, index)

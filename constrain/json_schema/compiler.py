@@ -1415,6 +1415,16 @@ class _Builder:
         if keys <= {"enum", "const"}:
             values = [sub["const"]] if "const" in sub else list(sub["enum"])
             return {"__not_values": values}
+        if keys == {"__not_values"}:  # NOT (anything but these values) = these values
+            return {"enum": list(sub["__not_values"])}
+        if "__non_integer" in keys and keys <= {"type", "__non_integer"}:
+            # NOT (these types, numbers among them only non-integral) = the other types, and integers
+            types = sub.get("type", list(TYPES))
+            types = types if isinstance(types, list) else [types]
+            options = [{"type": [t for t in TYPES if t not in types and t != "number"]}]
+            if "number" in types or "integer" in types:
+                options.append({"type": "integer"})
+            return _union_of([o for o in options if o.get("type")])
         if keys <= {"properties", "required", "type", "additionalProperties"} and sub.get("type", "object") == "object" \
                 and sub.get("additionalProperties", True) is True:
             # not(object with these property constraints) = non-object, or some constraint fails
@@ -1444,11 +1454,13 @@ class _Builder:
                 self.refuse("not", pointer, "draft-4 boolean exclusive bounds under not")
                 return True
             base = {"type": "number" if "type" not in sub else sub["type"], flipped: sub[k]}
-            others = [t for t in TYPES if t not in ("number",)]
-            if sub.get("type") == "integer":
-                self.refuse("not", pointer, "'not' of a bounded integer (non-integral numbers pass it)")
-            return {"anyOf": [{"type": others}, base]}
-        if keys & STRING_KEYS and keys <= STRING_KEYS | {"type"}:
+            options = [base]  # untyped, the bound holds for every non-number: only numbers can fail it
+            if "type" in sub:  # typed, every other type fails it, and so do non-integral numbers for "integer"
+                options.insert(0, {"type": [t for t in TYPES if t != "number"]})
+                if sub["type"] == "integer":
+                    options.append({"type": "number", "__non_integer": True})
+            return {"anyOf": options} if len(options) > 1 else base
+        if keys & (STRING_KEYS | {"__not_strings"}) and keys <= STRING_KEYS | {"type", "__not_strings"}:
             return self._negate_string(sub, pointer)
         self.refuse("not", pointer, "this 'not' cannot be expressed (supported: types, const/enum, simple "
                                     "property constraints, single numeric bounds, and their anyOf/allOf)")

@@ -286,13 +286,23 @@ def _disjoint_pair(a: Any, b: Any, objects: bool = False, required: frozenset = 
     va, vb = _values_of(a), _values_of(b)
     if va is not None and vb is not None and not any(_json_equal(x, y) for x in va for y in vb):
         return True
+    # size bounds that cannot both hold, where one side admits only the type they count
+    if isinstance(a, dict) and isinstance(b, dict):
+        for kind, lo_key, hi_key in (("array", "minItems", "maxItems"), ("string", "minLength", "maxLength"),
+                                     ("object", "minProperties", "maxProperties")):
+            only = (kind == "object" and objects) or any(t is not None and t <= {kind} for t in (ta, tb))
+            if only and (_above(a.get(lo_key), b.get(hi_key)) or _above(b.get(lo_key), a.get(hi_key))):
+                return True
     # properties/required say nothing about non-objects, so only where the instance must be an object:
     if isinstance(a, dict) and isinstance(b, dict) and (objects or (ta is not None and ta <= {"object"})
                                                         or (tb is not None and tb <= {"object"})):
         # a discriminator: a property present (required by either or by the context) whose allowed
         # values in the two never coincide
         pa, pb = a.get("properties", {}), b.get("properties", {})
-        for name in set(a.get("required", [])) | set(b.get("required", [])) | set(required):
+        present = set(a.get("required", [])) & set(b.get("required", []))
+        if "$ref" not in a and "$ref" not in b:  # (a draft-7 $ref hides its siblings: both must say so)
+            present |= set(a.get("required", [])) | set(b.get("required", [])) | set(required)
+        for name in present:
             xa, xb = _values_of(pa.get(name)), _values_of(pb.get(name))
             if xa is not None and xb is not None and not any(_json_equal(x, y) for x in xa for y in xb):
                 return True
@@ -301,6 +311,12 @@ def _disjoint_pair(a: Any, b: Any, objects: bool = False, required: frozenset = 
             if any(_forbids(b, n) for n in a.get("required", [])) or any(_forbids(a, n) for n in b.get("required", [])):
                 return True
     return False
+
+
+def _above(lo, hi) -> bool:
+    """A lower bound above an upper bound (both plain integers)."""
+    ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi))
+    return ok and lo > hi
 
 
 def branches_disjoint(branches: list, objects: bool = False, required: frozenset = frozenset()) -> bool:
