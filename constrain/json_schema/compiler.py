@@ -46,6 +46,7 @@ MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = 128
 MAX_DFA_COUNTED_LENGTH = 4096
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
+MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
 MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
 MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
@@ -62,7 +63,7 @@ OBJECT_KEYS = {"properties", "required", "additionalProperties", "patternPropert
                "minProperties", "maxProperties", "unevaluatedProperties", "dependentRequired",
                "dependentSchemas", "dependencies"}
 ARRAY_KEYS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "minContains",
-              "maxContains", "uniqueItems", "unevaluatedItems"}
+              "maxContains", "uniqueItems", "unevaluatedItems", "__contains"}
 STRING_KEYS = {"minLength", "maxLength", "pattern", "format"}
 NUMBER_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
 VALIDATION_KEYS = OBJECT_KEYS | ARRAY_KEYS | STRING_KEYS | NUMBER_KEYS | {
@@ -709,12 +710,7 @@ class _Builder:
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
-        if "const" in schema:
-            candidates = [schema["const"]]
-        else:
-            candidates = schema["enum"]
-            if not isinstance(candidates, list):
-                raise SchemaError("enum must be an array", pointer + "/enum")
+        candidates = _const_enum_values(schema, pointer)
         rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
         banned = rest.pop("__not_values", [])
         candidates = [c for c in candidates if not any(_json_equal(c, b) for b in banned)]
@@ -724,8 +720,9 @@ class _Builder:
             minus = self._removed_strings(entry, pointer) if any(isinstance(c, str) for c in candidates) else None
             if minus is not None:
                 candidates = [c for c in candidates if not (isinstance(c, str) and _key_allowed(minus, c))]
-        if rest:
-            candidates = [c for c in candidates if self.refs.is_valid(c, rest)]
+        if rest:  # jsonschema judges the rest, with our internal keywords written as standard ones
+            plain = _standard_schema(rest)
+            candidates = [c for c in candidates if self.refs.is_valid(c, plain)]
         # every spelling of each value; a big enum keeps one spelling per value (the word-set fast path)
         mode = "exact" if len(candidates) <= MAX_SPELLED_ENUM and self.opt.spellings == "all" else "canonical"
         pieces = [self._literal(c, mode) for c in candidates]
@@ -989,14 +986,7 @@ class _Builder:
                 if extra_member is not None and room:
                     alts.append((lead + extra_member, (used, min(e + 1, cap))))
                 alts_of[(used, e)] = alts
-        live: set = set()
-        changed = True
-        while changed:
-            changed = False
-            for state, alts in alts_of.items():
-                if state not in live and any(nxt is None or nxt in live for _, nxt in alts):
-                    live.add(state)
-                    changed = True
+        live = _live_states(alts_of)
         if (0, 0) not in live:
             raise EmptySchemaError("no object satisfies required, minProperties and maxProperties together", pointer)
         syms = {state: self.new_nt(f"anyorder{state[0]}.{state[1]}@{pointer}") for state in alts_of if state in live}
@@ -1041,8 +1031,7 @@ class _Builder:
         # an empty item schema only limits the length: no element can stand at those positions
         prefix_pieces = [self.value_or_empty(s, f"{pointer}/prefixItems/{i}") for i, s in enumerate(prefix)]
         rest = self.value_or_empty(items, pointer + "/items")
-        contains = schema.get("contains")
-        if contains is not None:
+        if "contains" in schema or "__contains" in schema:
             return self._array_contains(schema, prefix_pieces, items, rest, min_items, max_items, pointer)
         # element i (0-based) must match prefix_pieces[i] if i < len(prefix) else rest
         limit = max_items
@@ -1097,47 +1086,99 @@ class _Builder:
         return self.rule(f"array@{pointer}", alts)
 
     def _array_contains(self, schema, prefix_pieces, items, rest, min_items, max_items, pointer):
-        """Arrays with at least minContains items matching ``contains`` (each also matching ``items``)
-        and minItems..maxItems items in all. State (n, k) after n items (n counted up to maxItems, or
-        to max(minItems, 1) when unbounded: beyond that counts behave alike) with k hits still needed;
-        only states that can still finish exist (n + k <= maxItems: hits can fill the rest)."""
+        """Arrays with minItems..maxItems items that meet each ``contains`` requirement (its schema
+        matched by at least its minContains items, every item also matching ``items``); several
+        requirements come from merged allOf parts (``__contains``), and one item may meet several.
+        State (n, needs): n items so far (counted up to maxItems, or to max(minItems, 1) when
+        unbounded: beyond that counts behave alike) and the hits each requirement still needs. An
+        item is a plain ``items`` element or a hit for a set S of the unmet requirements (it matches
+        all of them); only states that can still finish get rules."""
+        import itertools
+
         if prefix_pieces:
             self.refuse("contains", pointer + "/contains", "contains together with prefixItems")
         if "maxContains" in schema:
             self.refuse("maxContains", pointer + "/maxContains")
-        need = schema.get("minContains", 1)
-        if not isinstance(need, (int, float)) or isinstance(need, bool) or need < 0 or need != int(need):
-            raise SchemaError("minContains must be a non-negative integer", pointer + "/minContains")
-        need = int(need)
-        if need == 0:
-            return self._array({k: v for k, v in schema.items() if k not in ("contains", "minContains")}, pointer)
-        contains = self.refs.deref(schema["contains"], pointer + "/contains")
+        raw = [list(r) for r in schema.get("__contains", [])]
+        if "contains" in schema:
+            raw.append([schema["contains"], schema.get("minContains", 1)])
+        reqs = []
+        for c, need in raw:
+            if not isinstance(need, (int, float)) or isinstance(need, bool) or need < 0 or need != int(need):
+                raise SchemaError("minContains must be a non-negative integer", pointer + "/minContains")
+            if int(need) > 0:
+                reqs.append((self.refs.deref(c, pointer + "/contains"), int(need)))
+        if not reqs:
+            plain = {k: v for k, v in schema.items() if k not in ("contains", "minContains", "__contains")}
+            return self._array(plain, pointer)
+        if len(reqs) > MAX_CONTAINS_REQUIREMENTS:
+            self.refuse("contains", pointer + "/contains", f"more than {MAX_CONTAINS_REQUIREMENTS} contains "
+                                                           "requirements on one array")
         items_schema = self.refs.deref(items, pointer + "/items")
-        hit = self.value(self._merge([items_schema, contains], pointer) if items_schema is not True else contains,
-                         pointer + "/contains")
-        if hit is None:
-            raise EmptySchemaError("no item can satisfy contains", pointer + "/contains")
-        if max_items is not None and need > max_items:
-            raise EmptySchemaError(f"minContains {need} > maxItems {max_items}", pointer)
+        hits: dict[frozenset, Any] = {}
+
+        def hit(subset: frozenset):
+            """An item meeting every requirement in ``subset`` (None: no item can)."""
+            if subset not in hits:
+                parts = ([items_schema] if items_schema is not True else []) + [reqs[i][0] for i in sorted(subset)]
+                try:
+                    hits[subset] = self.value(self._merge(parts, pointer) if len(parts) > 1 else parts[0],
+                                              pointer + "/contains")
+                except EmptySchemaError:
+                    hits[subset] = None
+            return hits[subset]
+
+        if max_items is not None and max_items < 1:
+            raise EmptySchemaError("contains needs an item, and maxItems is 0", pointer)
         cap = max(min_items, 1) if max_items is None else max_items
-        if cap * (need + 1) > MAX_CONTAINS_STATES:
-            self.refuse("contains", pointer + "/contains", f"{cap} item counts x {need} hits are more than "
-                                                           f"{MAX_CONTAINS_STATES} grammar states")
+        n_states = cap
+        for _, need in reqs:
+            n_states *= need + 1
+        if n_states > MAX_CONTAINS_STATES:
+            self.refuse("contains", pointer + "/contains", f"{n_states} (item count, hits needed) states are more "
+                                                           f"than {MAX_CONTAINS_STATES}")
         w = self.w()
         comma = [w, num.lit(","), w]
-        syms = {(n, k): self.new_nt(f"contains{n},{k}@{pointer}")
-                for n in range(1, cap + 1) for k in range(need + 1) if max_items is None or n + k <= max_items}
-        for (n, k), sym in syms.items():
-            if k == 0 and n >= min_items:
-                self.rules.append((~sym, ()))
+
+        def moves(needs: tuple):
+            """(piece, needs after it) for one more item."""
+            out = [(rest, needs)] if rest is not None else []
+            unmet = [i for i, k in enumerate(needs) if k > 0]
+            for size in range(1, len(unmet) + 1):
+                for subset in itertools.combinations(unmet, size):
+                    piece = hit(frozenset(subset))
+                    if piece is not None:
+                        out.append((piece, tuple(k - (i in subset) for i, k in enumerate(needs))))
+            return out
+
+        start_needs = tuple(need for _, need in reqs)
+        alts_of: dict = {}
+        todo = [(1, after) for _, after in moves(start_needs)]
+        while todo:
+            state = todo.pop()
+            if state in alts_of:
+                continue
+            n, needs = state
+            alts = [([], None)] if not any(needs) and n >= min_items else []
             m = n + 1 if max_items is not None else min(n + 1, cap)
-            if rest is not None and (m, k) in syms:
-                self.rules.append((~sym, self.seq(comma + [rest, syms[(m, k)]])))
-            if k > 0 and (m, k - 1) in syms:
-                self.rules.append((~sym, self.seq(comma + [hit, syms[(m, k - 1)]])))
-        alts = [[num.lit("["), w, hit, syms[(1, need - 1)], w, num.lit("]")]]
-        if rest is not None and (1, need) in syms:
-            alts.append([num.lit("["), w, rest, syms[(1, need)], w, num.lit("]")])
+            if max_items is None or m <= max_items:
+                for piece, after in moves(needs):
+                    alts.append((comma + [piece], (m, after)))
+                    todo.append((m, after))
+            alts_of[state] = alts
+        live = _live_states(alts_of)
+        syms = {state: self.new_nt(f"contains{state[0]},{'.'.join(map(str, state[1]))}@{pointer}")
+                for state in alts_of if state in live}
+        for state, sym in syms.items():
+            for pieces, nxt in alts_of[state]:
+                if nxt is None or nxt in live:
+                    seq = self.seq(pieces + ([syms[nxt]] if nxt is not None else []))
+                    if seq is not None:
+                        self.rules.append((~sym, seq))
+        alts = [[num.lit("["), w, piece, syms[(1, after)], w, num.lit("]")]
+                for piece, after in moves(start_needs) if (1, after) in live]
+        if not alts:
+            raise EmptySchemaError("no array meets contains together with its item count bounds", pointer)
         return self.rule(f"array@{pointer}", alts)
 
     # ------------------------------------------------------------------ combinators
@@ -1413,8 +1454,8 @@ class _Builder:
                 return {"type": allowed, "__non_integer": True}
             return {"type": allowed} if allowed else False
         if keys <= {"enum", "const"}:
-            values = [sub["const"]] if "const" in sub else list(sub["enum"])
-            return {"__not_values": values}
+            values = _const_enum_values(sub, pointer)
+            return {"__not_values": values} if values else True
         if keys == {"__not_values"}:  # NOT (anything but these values) = these values
             return {"enum": list(sub["__not_values"])}
         if "__non_integer" in keys and keys <= {"type", "__non_integer"}:
@@ -1680,6 +1721,65 @@ def _has_dfa(ast) -> bool:
     if ast[0] == "rep":
         return _has_dfa(ast[1])
     return False
+
+
+def _live_states(alts_of: dict) -> set:
+    """States of a counting construction that can finish: ``alts_of[state]`` lists (pieces, next
+    state or None for the end); least fixpoint of "some alternative ends or leads to a live state"."""
+    live: set = set()
+    changed = True
+    while changed:
+        changed = False
+        for state, alts in alts_of.items():
+            if state not in live and any(nxt is None or nxt in live for _, nxt in alts):
+                live.add(state)
+                changed = True
+    return live
+
+
+def _const_enum_values(schema: dict, pointer: str) -> list:
+    """The values ``const`` and ``enum`` both allow (either alone: its own)."""
+    values = schema["enum"] if "enum" in schema else [schema["const"]]
+    if not isinstance(values, list):
+        raise SchemaError("enum must be an array", pointer + "/enum")
+    if "const" in schema and "enum" in schema:
+        values = [v for v in values if _json_equal(v, schema["const"])]
+    return list(values)
+
+
+def _standard_schema(schema):
+    """``schema`` with the compiler's internal keywords (merged patterns and formats, negation
+    markers) written as standard JSON Schema, recursively, so that jsonschema can judge values
+    against it (it ignores unknown keywords: a marker left in would loosen the check)."""
+    if isinstance(schema, list):
+        return [_standard_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict = {}
+    extra: list = []
+    for key, value in schema.items():
+        if key in ("__no_eval", "__siblings", "__at"):
+            continue
+        if key == "__patterns":
+            extra += [{"pattern": p} for p in value]
+        elif key == "__formats":
+            extra += [{"format": f} for f in value]
+        elif key == "__not_values":
+            extra.append({"not": {"enum": list(value)}})
+        elif key == "__non_integer":
+            if value:
+                extra.append({"not": {"type": "integer"}})
+        elif key == "__not_strings":
+            extra += [{"not": dict(_standard_schema(entry), type="string")} for entry in value]
+        elif key == "__contains":
+            extra += [{"contains": _standard_schema(c), "minContains": need} for c, need in value]
+        elif key in ("enum", "const"):
+            out[key] = value  # values, not schemas
+        else:
+            out[key] = _standard_schema(value)
+    if extra:
+        out["allOf"] = list(out.get("allOf", [])) + extra
+    return out
 
 
 def _union_of(negations: list):

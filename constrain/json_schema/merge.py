@@ -72,13 +72,36 @@ def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True
         builder.refuse("unevaluatedProperties", pointer,
                        "unevaluated* together with a negated or failed-condition subschema")
     structural = {"properties", "additionalProperties", "prefixItems", "items", "additionalItems"}
+    counted = {"contains", "minContains", "maxContains", "__contains"}
     for s in flat:
         for key, value in s.items():
-            if key not in structural:
+            if key not in structural and key not in counted:
                 _merge_key(out, key, value, pointer, builder, flat)
+    _merge_contains(out, flat, pointer, builder)
     _merge_properties(out, flat, pointer, builder)
     _merge_items(out, flat)
     return out if out else True
+
+
+def _merge_contains(out: dict, parts: list, pointer: str, builder) -> None:
+    """Each part's ``contains`` stays a requirement of its own, with its own minContains: some item
+    must match A and some (maybe another) item B, which is not "some item matches A and B". One
+    requirement is written as standard keywords, several as ``__contains`` [[schema, min], ...]."""
+    reqs = []
+    for part in parts:
+        reqs += [list(r) for r in part.get("__contains", [])]
+        if "contains" in part:
+            if "maxContains" in part:
+                if len(parts) > 1 and sum("contains" in p or "__contains" in p for p in parts) > 1:
+                    builder.refuse("maxContains", pointer, "maxContains next to another contains")
+                out["maxContains"] = part["maxContains"]
+            reqs.append([part["contains"], part.get("minContains", 1)])
+    if len(reqs) == 1:
+        out["contains"], need = reqs[0]
+        if need != 1:
+            out["minContains"] = need
+    elif reqs:
+        out["__contains"] = reqs
 
 
 def siblings(*parts) -> dict:
@@ -188,8 +211,10 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         out[key] = list(old) + list(value)
     elif key == "enum":
         out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
-    elif key in ("items", "additionalProperties", "contains", "propertyNames", "additionalItems", "not"):
+    elif key in ("items", "additionalProperties", "propertyNames", "additionalItems"):
         out[key] = siblings(old, value)
+    elif key == "not":  # NOT A and NOT B = NOT (A or B)
+        out[key] = {"anyOf": [old, value]}
     elif key == "multipleOf":
         if isinstance(old, int) and isinstance(value, int):
             import math
