@@ -1005,7 +1005,7 @@ class _Builder:
             if schema.get(key):
                 self.refuse(key, f"{pointer}/{key}", "uniqueness of items is not a context-free property")
         if "unevaluatedItems" in schema and "items" not in schema and not isinstance(schema.get("items"), list):
-            if "contains" in schema:
+            if "contains" in schema or "__contains" in schema:
                 self.refuse("unevaluatedItems", pointer + "/unevaluatedItems", "unevaluatedItems next to contains")
             elif "additionalItems" not in schema:
                 schema = dict(schema, items=schema["unevaluatedItems"])
@@ -1456,6 +1456,32 @@ class _Builder:
         if keys <= {"enum", "const"}:
             values = _const_enum_values(sub, pointer)
             return {"__not_values": values} if values else True
+        if keys == {"uniqueItems"} and sub["uniqueItems"] is False:
+            return False  # it constrains nothing
+        if keys <= {"type", "minProperties", "maxProperties"} and len(keys - {"type"}) == 1 and \
+                sub.get("type", "object") == "object":
+            (k,) = keys - {"type"}
+            bound = _int_keyword(sub, k, 0, pointer)
+            if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
+                raise SchemaError(f"{k} must be a non-negative integer", f"{pointer}/{k}")
+            options = [{"type": [t for t in TYPES if t != "object"]}] if "type" in sub else []
+            if k == "minProperties" and bound > 0:
+                options.append({"type": "object", "maxProperties": bound - 1})
+            elif k == "maxProperties":
+                options.append({"type": "object", "minProperties": bound + 1})
+            return _union_of(options)
+        if keys <= {"type", "contains", "minContains"} and "contains" in keys and sub.get("minContains", 1) == 1 \
+                and sub.get("type", "array") == "array":
+            # fewer than one item matches: every item fails it
+            options = [{"type": [t for t in TYPES if t != "array"]}] if "type" in sub else []
+            inner = self._negate(sub["contains"], pointer + "/contains")
+            options.append({"type": "array", "items": inner} if inner is not True else {"type": "array"})
+            return _union_of(options)
+        if keys == {"dependentRequired"} and isinstance(sub["dependentRequired"], dict):
+            # some name is present without one of the names it needs
+            options = [{"type": "object", "required": [name], "properties": {other: False}, "__no_eval": True}
+                       for name, needs in sub["dependentRequired"].items() for other in needs if other != name]
+            return _union_of(options) if options else False
         if keys == {"__not_values"}:  # NOT (anything but these values) = these values
             return {"enum": list(sub["__not_values"])}
         if "__non_integer" in keys and keys <= {"type", "__non_integer"}:

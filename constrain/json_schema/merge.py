@@ -52,7 +52,7 @@ def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True
                 part.setdefault("additionalProperties", part.pop("unevaluatedProperties"))
             if "unevaluatedItems" in part:
                 value = part.pop("unevaluatedItems")
-                if "contains" in part:
+                if "contains" in part or "__contains" in part:
                     builder.refuse("unevaluatedItems", pointer, "unevaluatedItems next to contains")
                 if "items" not in part:
                     part["items"] = value
