@@ -1355,12 +1355,9 @@ class _Builder:
 
     def _negate_object(self, sub: dict, context: list, pointer: str):
         """NOT of type/properties/required/additionalProperties (see ``_negate_in``)."""
-        types = sub.get("type")
-        options = []
-        if types is not None:
-            options.append(self._negate({"type": types}, pointer))
-            if "object" not in (types if isinstance(types, list) else [types]):
-                return _union_of(options)  # the object keywords say nothing about the allowed types
+        options, other_type = self._type_failures(sub, "object", pointer)
+        if other_type:
+            return _union_of(options)  # the object keywords say nothing about the allowed types
         props = sub.get("properties", {})
         required = sub.get("required", [])
         if not isinstance(props, dict) or not isinstance(required, list):
@@ -1395,16 +1392,21 @@ class _Builder:
             return True
         return _union_of(options)
 
+    def _type_failures(self, sub: dict, kind: str, pointer: str) -> tuple[list, bool]:
+        """How ``sub`` fails by its ``type`` (options of the negation), and whether that is all:
+        ``kind`` (whose keywords ``sub`` holds) is not among its types, so those keywords never fail."""
+        types = sub.get("type")
+        if types is None:
+            return [], False
+        return [self._negate({"type": types}, pointer)], kind not in (types if isinstance(types, list) else [types])
+
     def _negate_array(self, sub: dict, context: list, pointer: str):
         """NOT of type/items/minItems/maxItems: another type (where ``sub`` names types), too few or
         too many items, or some item failing ``items`` (``contains`` its negation, written in the
         context of the items schemas around it). The array keywords hold for every non-array."""
-        types = sub.get("type")
-        options = []
-        if types is not None:
-            options.append(self._negate({"type": types}, pointer))
-            if "array" not in (types if isinstance(types, list) else [types]):
-                return _union_of(options)
+        options, other_type = self._type_failures(sub, "array", pointer)
+        if other_type:
+            return _union_of(options)
         lo = _int_keyword(sub, "minItems", 0, pointer)
         hi = _int_keyword(sub, "maxItems", None, pointer)
         for key, v in (("minItems", lo), ("maxItems", hi)):
@@ -1541,12 +1543,9 @@ class _Builder:
         string keywords (De Morgan: strings outside that language, kept as a ``__not_strings``
         entry that ``_string`` subtracts from the string language), or, where ``sub`` itself came
         from a negation, a string it removed (one meeting one of its ``__not_strings`` entries)."""
-        types = sub.get("type")
-        options = []
-        if types is not None:
-            options.append(self._negate({"type": types}, pointer))
-            if "string" not in (types if isinstance(types, list) else [types]):
-                return _union_of(options)
+        options, other_type = self._type_failures(sub, "string", pointer)
+        if other_type:
+            return _union_of(options)
         cond = {k: sub[k] for k in ("minLength", "maxLength", "pattern", "__patterns") if k in sub}
         formats = ([sub["format"]] if "format" in sub else []) + list(sub.get("__formats", []))
         if self.opt.formats == "assert":
