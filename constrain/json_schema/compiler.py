@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -113,6 +114,7 @@ class _Builder:
         self.nt_names: list[str] = []
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self._memo: dict[str, int] = {}
+        self._patterns: dict[str, Any] = {}  # pattern -> its decoded AST, None, or the RegexError
         self._merging: set[str] = set()
         self._any: int | None = None
         self._standalone: set = {_FREE_STRING}  # string value languages: terminals of their own
@@ -701,12 +703,17 @@ class _Builder:
             if quiet:
                 return _REFUSED_PATTERN
             raise SchemaError("pattern must be a string", pointer)
-        try:
-            return parse_search_regex(pattern, re.ASCII)
-        except RegexError as e:
+        if pattern not in self._patterns:  # (asked for bounds, then built: parsed once)
+            try:
+                self._patterns[pattern] = parse_search_regex(pattern, re.ASCII)
+            except RegexError as e:
+                self._patterns[pattern] = e
+        got = self._patterns[pattern]
+        if isinstance(got, RegexError):
             if not quiet:
-                self.refuse("pattern", pointer, str(e).splitlines()[0])
+                self.refuse("pattern", pointer, str(got).splitlines()[0])
             return _REFUSED_PATTERN
+        return got
 
     # ------------------------------------------------------------------ enum / const
     def _enum(self, schema: dict, pointer: str):
@@ -986,18 +993,24 @@ class _Builder:
                 if extra_member is not None and room:
                     alts.append((lead + extra_member, (used, min(e + 1, cap))))
                 alts_of[(used, e)] = alts
-        live = _live_states(alts_of)
-        if (0, 0) not in live:
+        syms = self._state_rules(alts_of, lambda state: f"anyorder{state[0]}.{state[1]}@{pointer}")
+        if (0, 0) not in syms:
             raise EmptySchemaError("no object satisfies required, minProperties and maxProperties together", pointer)
-        syms = {state: self.new_nt(f"anyorder{state[0]}.{state[1]}@{pointer}") for state in alts_of if state in live}
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0)], w, num.lit("}")]])
+
+    def _state_rules(self, alts_of: dict, name) -> dict:
+        """Rules of a counting construction (any-order members, contains): ``alts_of[state]`` lists
+        (pieces, next state or None for the end). Only states that can finish get a nonterminal
+        (``name(state)``) and rules, so no rule is unproductive. Returns state -> nonterminal."""
+        live = _live_states(alts_of)
+        syms = {state: self.new_nt(name(state)) for state in alts_of if state in live}
         for state, sym in syms.items():
             for pieces, nxt in alts_of[state]:
-                if nxt is not None and nxt not in live:
-                    continue
-                seq = self.seq(pieces + ([syms[nxt]] if nxt is not None else []))
-                if seq is not None:
-                    self.rules.append((~sym, seq))
-        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0)], w, num.lit("}")]])
+                if nxt is None or nxt in live:
+                    seq = self.seq(pieces + ([syms[nxt]] if nxt is not None else []))
+                    if seq is not None:
+                        self.rules.append((~sym, seq))
+        return syms
 
     # ------------------------------------------------------------------ arrays
     def _array(self, schema: dict, pointer: str):
@@ -1140,9 +1153,13 @@ class _Builder:
         w = self.w()
         comma = [w, num.lit(","), w]
 
+        moves_of: dict[tuple, list] = {}
+
         def moves(needs: tuple):
-            """(piece, needs after it) for one more item."""
-            out = [(rest, needs)] if rest is not None else []
+            """(piece, needs after it) for one more item (the same for every item count)."""
+            if needs in moves_of:
+                return moves_of[needs]
+            out = moves_of[needs] = [(rest, needs)] if rest is not None else []
             unmet = [i for i, k in enumerate(needs) if k > 0]
             for size in range(1, len(unmet) + 1):
                 for subset in itertools.combinations(unmet, size):
@@ -1166,17 +1183,9 @@ class _Builder:
                     alts.append((comma + [piece], (m, after)))
                     todo.append((m, after))
             alts_of[state] = alts
-        live = _live_states(alts_of)
-        syms = {state: self.new_nt(f"contains{state[0]},{'.'.join(map(str, state[1]))}@{pointer}")
-                for state in alts_of if state in live}
-        for state, sym in syms.items():
-            for pieces, nxt in alts_of[state]:
-                if nxt is None or nxt in live:
-                    seq = self.seq(pieces + ([syms[nxt]] if nxt is not None else []))
-                    if seq is not None:
-                        self.rules.append((~sym, seq))
+        syms = self._state_rules(alts_of, lambda state: f"contains{state[0]},{'.'.join(map(str, state[1]))}@{pointer}")
         alts = [[num.lit("["), w, piece, syms[(1, after)], w, num.lit("]")]
-                for piece, after in moves(start_needs) if (1, after) in live]
+                for piece, after in moves(start_needs) if (1, after) in syms]
         if not alts:
             raise EmptySchemaError("no array meets contains together with its item count bounds", pointer)
         return self.rule(f"array@{pointer}", alts)
@@ -1619,6 +1628,7 @@ def _format_string(fmt: str):
     return _FORMAT_CACHE[fmt]
 
 
+@lru_cache(maxsize=None)
 def _format_length_range(fmt: str) -> tuple[int, int | None]:
     """(shortest, longest) decoded length of a format's strings, caps included."""
     lo_all, hi_all = 0, 0

@@ -92,10 +92,10 @@ def _merge_contains(out: dict, parts: list, pointer: str, builder) -> None:
         reqs += [list(r) for r in part.get("__contains", [])]
         if "contains" in part:
             if "maxContains" in part:
-                if len(parts) > 1 and sum("contains" in p or "__contains" in p for p in parts) > 1:
-                    builder.refuse("maxContains", pointer, "maxContains next to another contains")
                 out["maxContains"] = part["maxContains"]
             reqs.append([part["contains"], part.get("minContains", 1)])
+    if "maxContains" in out and len(reqs) > 1:
+        builder.refuse("maxContains", pointer, "maxContains next to another contains")
     if len(reqs) == 1:
         out["contains"], need = reqs[0]
         if need != 1:

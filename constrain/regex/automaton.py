@@ -830,7 +830,7 @@ def _minimal(dfa: DFA) -> DFA:
     round trip; RegexError when its language is empty."""
     if dfa.table is not None and dfa.horizon is not None:
         return dfa  # built here: already trim and minimal
-    from constrain.regex.boolean import coreachable_states
+    from constrain.regex.boolean import _kept_rows, coreachable_states
 
     table, classes = _class_table(dfa)
     accepting = np.asarray(dfa.accepting, dtype=np.bool_)
@@ -839,9 +839,7 @@ def _minimal(dfa: DFA) -> DFA:
         raise RegexError("the pattern matches no string (its language is empty)", source=None, pos=None)
     if dfa.start != 0 or not live.all():
         order = np.concatenate([[dfa.start], np.flatnonzero(live & (np.arange(len(live)) != dfa.start))])
-        remap = np.full(len(live) + 1, -1, dtype=np.int32)
-        remap[order] = np.arange(len(order), dtype=np.int32)
-        table = remap[np.where(table[order] >= 0, table[order], len(live))]
+        table = _kept_rows(np.ascontiguousarray(table, dtype=np.int32), order.astype(np.int64))
         accepting = accepting[order]
     table, accepting, horizon = _minimize(table, accepting)
     return DFA(accepting=accepting, table=table, classes=classes,

@@ -200,18 +200,14 @@ def _product(a: DFA, b: DFA, difference: bool) -> DFA | None:
     return _trimmed(np.ascontiguousarray(rows), accepting.copy(), class_of.astype(np.int32))
 
 
-def _trimmed(trans: np.ndarray, accepting: np.ndarray, classes: np.ndarray | None = None) -> DFA | None:
-    """The co-reachable part (None when the start state is dead). ``classes`` given: ``trans`` is
-    a class table over them, kept as one."""
-    n = trans.shape[0]
-    live = coreachable_states(trans, accepting)
+def _trimmed(table: np.ndarray, accepting: np.ndarray, classes: np.ndarray) -> DFA | None:
+    """The co-reachable part of a class table over ``classes`` (None when the start state is dead)."""
+    live = coreachable_states(table, accepting)
     if not live[0]:
         return None
     keep = np.flatnonzero(live)
-    t = trans if len(keep) == n else _kept_rows(trans, keep)
-    if classes is not None:
-        return DFA(accepting=accepting[keep], table=t, classes=classes)
-    return DFA(trans=t, accepting=accepting[keep])
+    t = table if len(keep) == table.shape[0] else _kept_rows(table, keep)
+    return DFA(accepting=accepting[keep], table=t, classes=classes)
 
 
 @numba.njit(cache=True)
