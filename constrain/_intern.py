@@ -91,6 +91,55 @@ def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - n
 
 
 @numba.njit(cache=True)
+def reserve_vectors(vec_ptr, vec, hashes, slots, n, more, more_items):  # pragma: no cover - numba
+    """The store with room for ``more`` vectors of ``more_items`` items in all after id ``n``
+    (grown and rehashed as needed), so that ``put_vector`` can then write without growing: hot
+    loops that reassign growing arrays compile to far slower code."""
+    if n + more > hashes.shape[0]:
+        cap = max(2 * hashes.shape[0], n + more)
+        p2 = np.zeros(cap + 1, dtype=np.int64)
+        p2[: n + 1] = vec_ptr[: n + 1]
+        vec_ptr = p2
+        h2 = np.zeros(cap, dtype=np.int64)
+        h2[:n] = hashes[:n]
+        hashes = h2
+    if 2 * (n + more) > slots.shape[0]:
+        size = slots.shape[0]
+        while 2 * (n + more) > size:
+            size *= 2
+        slots = np.full(size, -1, dtype=np.int64)
+        mask = size - 1
+        for j in range(n):
+            if hashes[j] == UNINDEXED:
+                continue
+            s = _slot(hashes[j], mask)
+            while slots[s] >= 0:
+                s = (s + 1) & mask
+            slots[s] = j
+    top = vec_ptr[n]
+    if top + more_items > vec.shape[0]:
+        v2 = np.empty(max(2 * vec.shape[0], top + more_items), dtype=np.int32)
+        v2[:top] = vec[:top]
+        vec = v2
+    return vec_ptr, vec, hashes, slots
+
+
+@numba.njit(cache=True)
+def put_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
+    """Store ``v[:m]`` as id ``n`` in a store with room reserved (``reserve_vectors``)."""
+    top = vec_ptr[n]
+    vec[top: top + m] = v[:m]
+    vec_ptr[n + 1] = top + m
+    hashes[n] = h
+    if h != UNINDEXED:
+        mask = slots.shape[0] - 1
+        s = _slot(h, mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = n
+
+
+@numba.njit(cache=True)
 def intern_vector(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cover - numba
     """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new, unless ``n >= max_n``
     (then id -1). Returns (id, whether it is new, and the possibly grown arrays)."""
@@ -111,8 +160,10 @@ def grown_rows(rows, n, fill):  # pragma: no cover - numba
     """``rows`` (2-D) with room for at least ``n`` rows, new rows set to ``fill``."""
     if n <= rows.shape[0]:
         return rows
-    out = np.full((max(n, 2 * rows.shape[0]), rows.shape[1]), fill, dtype=rows.dtype)
-    out[: rows.shape[0]] = rows
+    old = rows.shape[0]
+    out = np.empty((max(n, 2 * old), rows.shape[1]), dtype=rows.dtype)
+    out[:old] = rows
+    out[old:] = fill
     return out
 
 

@@ -40,6 +40,7 @@ FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
+_NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
 
 
 @numba.njit(cache=True, nogil=True)
@@ -412,18 +413,23 @@ class CFGCompiledGrammar(CompiledGrammar):
         """Lexer start state of context ``c`` (built on first use, one lexer per terminal set)."""
         p = self.parser
         s = int(p.ctx_start[c])
+        if s >= 0:
+            return s
+        tid = int(p.ctx_tset[c])
+        s = int(p.tset_start[tid])
         if s < 0:
-            tid = int(p.ctx_tset[c])
-            s = int(p.tset_start[tid])
-            if s < 0:
-                s = self.lexers.start_for(p.tset_terminals(tid))
-                p.tset_start[tid] = s
-            p.ctx_start[c] = s
+            s = self.lexers.start_for(p.tset_terminals(tid))
+            p.tset_start[tid] = s
+        p.ctx_start[c] = s
         return s
 
     def _child(self, cid: int, terminal: int) -> int:
-        nxt = self.parser.advance(cid, terminal)
-        if nxt >= 0:
+        """The context after ``terminal`` (its lexer built), or ``NO_CONTEXT``."""
+        p = self.parser
+        nxt = int(p.ctx_next[cid, terminal])
+        if nxt < NO_CONTEXT:  # not computed yet
+            nxt = p.advance(cid, terminal)
+        if nxt >= 0 and p.ctx_start[nxt] < 0:
             self._start(nxt)
         return nxt
 
@@ -578,32 +584,31 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
         """(roots, their contexts, their lexer states) where tokens cross a boundary of config
         ``(c, state of class cls)``, or None when there are too many (use the combined walk)."""
-        targets = []
         terminals = self.parser.terminals(c)
-        for t in ev_terms:
-            if self._is_ignore[t]:
-                targets.append((t, c))
-            if t in terminals:
-                c2 = self._child(c, t)
-                if c2 >= 0:
-                    targets.append((t, c2))
-        roots, root_c, root_g = [], [], []
+        is_ignore = self._is_ignore
+        cands, ctxs, starts, lens = [], [], [], []
         total = 0
         limit = max(MAX_BOUNDARY_ROOTS, len(ev_node) // 8)
-        for t, c2 in targets:
-            s2 = self._start(c2)
-            cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes, limit)
-            if cand is None:
-                return None
-            total += len(cand)
-            if total > limit:
-                return None
-            roots.append(cand)
-            root_c.append(np.full(len(cand), c2, dtype=np.int32))
-            root_g.append(np.full(len(cand), s2, dtype=np.int32))
-        if not roots:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32)
-        return np.concatenate(roots), np.concatenate(root_c), np.concatenate(root_g)
+        for t in ev_terms:
+            for c2 in ((c,) if is_ignore[t] else ()) + ((self._child(c, t),) if t in terminals else ()):
+                if c2 < 0:
+                    continue
+                s2 = self._start(c2)
+                cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes, limit)
+                if cand is None:
+                    return None
+                total += len(cand)
+                if total > limit:
+                    return None
+                if len(cand):
+                    cands.append(cand)
+                    ctxs.append(c2)
+                    starts.append(s2)
+                    lens.append(len(cand))
+        if not cands:
+            return _NO_ROOTS
+        return (np.concatenate(cands), np.repeat(np.array(ctxs, dtype=np.int32), lens),
+                np.repeat(np.array(starts, dtype=np.int32), lens))
 
     def _candidates(self, cls: int, t: int, s2: int, ev_node, ev_state, nodes, limit: int) -> np.ndarray | None:
         """Event children for (state class, terminal, first bytes after it); context-independent.

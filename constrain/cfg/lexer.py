@@ -17,7 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import UNINDEXED, add_vector, grown_rows, intern_vector
+from constrain._intern import (UNINDEXED, find_vector, grown_rows, intern_vector, put_vector, reserve_vectors,
+                               vector_hash)
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -32,69 +33,117 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, class_cuts, starts, rows,
     components (``constrain._intern``), so blocks share every state but their starts: a start is
     stored unindexed, so a revisit of its vector is an ordinary state, which keeps "at a start
     state" meaning "between terminals". Arrays grow here and come back; ``n`` = -1 past
-    ``max_states``. ``single_of[g]`` remembers the state of the one-component vector ``[g]`` (deep
-    inside one terminal every row is made of those: no hashing for them). A row is computed only
-    at the bytes where some live component's byte class changes (``class_cuts``); the bytes in
-    between lead where the previous one did."""
-    k = starts.shape[0]
-    scratch = np.empty(max(k, 1), dtype=np.int32)
-    prev = np.empty(max(k, 1), dtype=np.int32)
+    ``max_states``.
+
+    States are expanded one at a time (``_expand_state``) after reserving room for every state
+    one row can add (256 vectors, none longer than ``starts``): the expansion itself then never
+    grows an array, which keeps numba's code for it fast (growing inside the loop cost 3-10x)."""
+    k = max(starts.shape[0], 1)
+    scratch = np.empty(k, dtype=np.int32)
+    prev = np.empty(k, dtype=np.int32)
     cut = np.empty(256, dtype=np.bool_)
+    vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 1, k)
+    put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, n)
     q = n
-    vec_ptr, vec, hashes, slots = add_vector(starts, k, UNINDEXED, vec_ptr, vec, hashes, slots, n)
-    rows = grown_rows(rows, n + 1, -1)
     n += 1
     while q < n:
-        lo = vec_ptr[q]
-        hi = vec_ptr[q + 1]
-        prev_m = -1
-        prev_found = -1
-        cut[:] = False
-        cut[0] = True
-        for j in range(lo, hi):
-            cuts_j = class_cuts[comp_map[vec[j]]]
-            for b in range(256):
-                cut[b] |= cuts_j[b]
-        for b in range(256):
-            if not cut[b]:
-                rows[q, b] = prev_found
-                continue
-            m = 0
-            for j in range(lo, hi):
-                g = vec[j]
-                g2 = comp_flat[comp_row[g] + class_maps[comp_map[g], b]]
-                if g2 >= 0:
-                    scratch[m] = g2
-                    m += 1
-            if m == prev_m:  # most bytes lead where the previous byte led
-                same = True
-                for x in range(m):
-                    if scratch[x] != prev[x]:
-                        same = False
-                        break
-                if same:
-                    rows[q, b] = prev_found
-                    continue
-            prev_m = m
-            prev[:m] = scratch[:m]
-            found = -1
-            if m == 1 and single_of[scratch[0]] >= 0:
-                found = single_of[scratch[0]]
-            elif m > 0:
-                found, new, vec_ptr, vec, hashes, slots = intern_vector(scratch, m, vec_ptr, vec, hashes, slots, n,
-                                                                        max_states)
-                if found < 0:
-                    return rows, vec_ptr, vec, hashes, slots, -1
-                if new:
-                    if n + 1 > rows.shape[0]:
-                        rows = grown_rows(rows, n + 1, -1)
-                    n += 1
-                if m == 1:
-                    single_of[scratch[0]] = found
-            rows[q, b] = found
-            prev_found = found
+        if n + 257 > rows.shape[0]:
+            rows = grown_rows(rows, n + 257, -1)
+        if n + 257 > hashes.shape[0] or 2 * (n + 257) > slots.shape[0] or vec_ptr[n] + 257 * k > vec.shape[0]:
+            vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 257, 257 * k)
+        n = _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows, vec_ptr, vec, hashes, slots,
+                          n, max_states, single_of, scratch, prev, cut)
+        if n < 0:
+            return rows, vec_ptr, vec, hashes, slots, -1
         q += 1
     return rows, vec_ptr, vec, hashes, slots, n
+
+
+@numba.njit(cache=True)
+def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows, vec_ptr, vec, hashes, slots, n,
+                  max_states, single_of, scratch, prev, cut):  # pragma: no cover
+    """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
+    (-1 past ``max_states``). The store has room for 256 more states (``_extend``).
+
+    One-component vectors (deep inside one terminal, where most states are) are never hashed:
+    ``single_of[g]`` is the state of the vector ``[g]``, and such a state's row is its terminal
+    DFA's row renumbered. Otherwise a row is computed only at the bytes where some live
+    component's byte class changes (``class_cuts``); the bytes in between lead where the previous
+    one did."""
+    lo = vec_ptr[q]
+    hi = vec_ptr[q + 1]
+    if hi - lo == 1 and single_of[vec[lo]] == q:
+        g = vec[lo]
+        base = comp_row[g]
+        cm = comp_map[g]
+        for b in range(256):
+            if class_cuts[cm, b]:
+                g2 = comp_flat[base + class_maps[cm, b]]
+                if g2 >= 0 and single_of[g2] < 0:
+                    if n >= max_states:
+                        return -1
+                    scratch[0] = g2
+                    put_vector(scratch, 1, UNINDEXED, vec_ptr, vec, hashes, slots, n)
+                    single_of[g2] = n
+                    n += 1
+        for b in range(256):
+            g2 = comp_flat[base + class_maps[cm, b]]
+            rows[q, b] = single_of[g2] if g2 >= 0 else -1
+        return n
+    prev_m = -1
+    prev_found = -1
+    cut[:] = False
+    cut[0] = True
+    for j in range(lo, hi):
+        cuts_j = class_cuts[comp_map[vec[j]]]
+        for b in range(256):
+            cut[b] |= cuts_j[b]
+    for b in range(256):
+        if not cut[b]:
+            rows[q, b] = prev_found
+            continue
+        m = 0
+        for j in range(lo, hi):
+            g = vec[j]
+            g2 = comp_flat[comp_row[g] + class_maps[comp_map[g], b]]
+            if g2 >= 0:
+                scratch[m] = g2
+                m += 1
+        if m == prev_m:  # most bytes lead where the previous byte led
+            same = True
+            for x in range(m):
+                if scratch[x] != prev[x]:
+                    same = False
+                    break
+            if same:
+                rows[q, b] = prev_found
+                continue
+        prev_m = m
+        prev[:m] = scratch[:m]
+        found = -1
+        if m == 1:
+            found = single_of[scratch[0]]
+            if found < 0:
+                if n >= max_states:
+                    return -1
+                put_vector(scratch, 1, UNINDEXED, vec_ptr, vec, hashes, slots, n)
+                single_of[scratch[0]] = n
+                found = n
+                n += 1
+        elif m > 0:
+            h = vector_hash(scratch, m)
+            if h == UNINDEXED:
+                h = 1
+            found = find_vector(scratch, m, h, vec_ptr, vec, hashes, slots)
+            if found < 0:
+                if n >= max_states:
+                    return -1
+                put_vector(scratch, m, h, vec_ptr, vec, hashes, slots, n)
+                found = n
+                n += 1
+        rows[q, b] = found
+        prev_found = found
+    return n
 
 
 @numba.njit(cache=True)
@@ -299,8 +348,9 @@ class LexerBlocks:
             self._class_cuts[:, 1:] = self._class_table[:, 1:] != self._class_table[:, :-1]
         self._single_of = _room(self._single_of, self._n_comp, -1)
         rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
-                                                  self._class_cuts, starts, self._trans, self._vec_ptr, self._vec, self._hashes,
-                                                  self._slots, old_n, MAX_LEXER_STATES, self._single_of)
+                                                  self._class_cuts, starts, self._trans,
+                                                  self._vec_ptr, self._vec, self._hashes, self._slots, old_n,
+                                                  MAX_LEXER_STATES, self._single_of)
         if n < 0:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
         self._trans, self._vec_ptr, self._vec, self._hashes, self._slots, self._n = rows, vp, vec, hashes, slots, n

@@ -7,6 +7,7 @@ is what makes a token mask sound: a token is allowed iff its bytes never hit ``-
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from functools import lru_cache
@@ -774,26 +775,31 @@ def _concatenation(node) -> DFA | None:
     there (no choice to make)."""
     if node[0] != "cat" or len(node[1]) < 2:
         return None
-    kinds = ["dfa" if c[0] == "dfa" else "finite" if 0 < _word_count(c, 64) <= 64 else "run" for c in node[1]]
+    children = node[1]
+    with _memo_lock:  # a child built before is a piece as it stands (no counting, no rebuild)
+        built = [_MEMO.get(c) for c in children]
+    kinds = ["dfa" if c[0] == "dfa" else "finite" if hit is not None or 0 < _word_count(c, 64) <= 64 else "run"
+             for c, hit in zip(children, built)]
     if "dfa" not in kinds and kinds.count("finite") < 4:
         return None
     parts: list = []
-    for child, kind in zip(node[1], kinds):
+    for child, kind, hit in zip(children, kinds, built):
         if kind == "run" and parts and parts[-1][0] == "run":
             parts[-1][1].append(child)
         else:
-            parts.append((kind, [child]))
+            parts.append((kind, [child], hit))
     try:
-        pieces = [build_dfa(group[0] if len(group) == 1 else ("cat", tuple(group))) for _, group in parts]
+        pieces = [hit if hit is not None else build_dfa(group[0] if len(group) == 1 else ("cat", tuple(group)))
+                  for _, group, hit in parts]
     except RegexError:
         return None  # an empty piece: the general path reports it
-    if sum(p.num_states for p in pieces) > MAX_DFA_STATES:
+    sizes = [p.accepting.shape[0] for p in pieces]
+    if sum(sizes) > MAX_DFA_STATES:
         return None
     tables = [_class_table(p) for p in pieces]
     # common byte classes of the pieces, ordered by their first byte (as the NFA path orders them)
     class_of, local = _column_classes(np.ascontiguousarray(np.stack([c for _, c in tables]).T))
-    offs = np.zeros(len(pieces) + 1, dtype=np.int64)
-    np.cumsum([p.num_states for p in pieces], out=offs[1:])
+    offs = np.array([0, *itertools.accumulate(sizes)], dtype=np.int64)
     widths = np.array([t.shape[1] for t, _ in tables], dtype=np.int64)
     flat = np.concatenate([t.ravel() for t, _ in tables]).astype(np.int32, copy=False)
     table = _stacked(flat, widths, offs, local)
