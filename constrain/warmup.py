@@ -29,4 +29,7 @@ def warmup() -> float:
         m.allowed_token_ids()
         m.advance(token)
     m.allowed_token_ids()
+    from constrain.json_schema.strings import keep_ascii_spellings
+
+    keep_ascii_spellings()  # the JSON spellings of ASCII characters: fixed tables, built once
     return time.perf_counter() - t0

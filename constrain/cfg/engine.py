@@ -462,7 +462,7 @@ class CFGCompiledGrammar(CompiledGrammar):
     def step_bytes(self, config_id: int, data: bytes) -> int:
         """Configuration set after ``data``, or -1 when no configuration survives."""
         lexers = self.lexers
-        accepts = lexers.accepts
+        accepted = lexers.accepted
         ignore = self.cfg.ignore
         start = self._start
         terminals = self.parser.terminals
@@ -475,7 +475,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 if g2 < 0:
                     continue
                 nxt.add((c, g2))
-                for t in accepts[g2]:
+                for t in accepted(g2):
                     if t in ignore:
                         nxt.add((c, start(c)))
                     if t in terminals(c):

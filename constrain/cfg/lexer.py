@@ -17,8 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import (UNINDEXED, find_vector, grown_rows, intern_vector, put_vector, reserve_vectors,
-                               vector_hash)
+from constrain._intern import UNINDEXED, find_vector, grown_rows, put_vector, reserve_vectors, vector_hash
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -157,25 +156,33 @@ def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_h
     out = np.empty(n, dtype=np.int64)
     out[0] = next_class
     next_class += 1
-    key = np.empty(16, dtype=np.int32)
+    longest = 1
+    for q in range(1, n):
+        longest = max(longest, vec_ptr[old_n + q + 1] - vec_ptr[old_n + q])
+    # room for every new vector first: a loop that grows the store compiles to much slower code
+    cv_ptr, cv_vec, cv_hashes, cv_slots = reserve_vectors(cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, n,
+                                                          vec_ptr[n_all] - vec_ptr[old_n])
+    if cv_n + n > cv_class.shape[0]:
+        grown = np.empty(2 * (cv_n + n), dtype=np.int64)
+        grown[:cv_n] = cv_class[:cv_n]
+        cv_class = grown
+    key = np.empty(longest, dtype=np.int32)
     for q in range(1, n):
         lo = vec_ptr[old_n + q]
         m = vec_ptr[old_n + q + 1] - lo
         if m == 1:
             out[q] = comp_class[vec[lo]]
             continue
-        if m > key.shape[0]:
-            key = np.empty(2 * m, dtype=np.int32)
         for j in range(m):
             key[j] = comp_class[vec[lo + j]]
-        found, new, cv_ptr, cv_vec, cv_hashes, cv_slots = intern_vector(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots,
-                                                                        cv_n, np.int64(1) << 40)
-        if new:
+        h = vector_hash(key, m)
+        if h == UNINDEXED:
+            h = 1
+        found = find_vector(key, m, h, cv_ptr, cv_vec, cv_hashes, cv_slots)
+        if found < 0:
+            put_vector(key, m, h, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n)
+            found = cv_n
             cv_n += 1
-            if cv_n > cv_class.shape[0]:
-                grown = np.empty(2 * cv_n, dtype=np.int64)
-                grown[: cv_n - 1] = cv_class[: cv_n - 1]
-                cv_class = grown
             cv_class[found] = next_class
             next_class += 1
         out[q] = cv_class[found]
@@ -198,7 +205,7 @@ class LexerBlocks:
         self.mask_class: list[int] = []  # global state -> class id (see regex/equivalence.py)
         self._next_class = 0
         self.ignore = frozenset(ignore)
-        self.accepts: list[tuple[int, ...]] = []  # global state -> terminals that may end here
+        self._accepted: dict[int, tuple[int, ...]] = {}  # global state -> terminals that may end there
         self._starts: dict[frozenset, int] = {}
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         # the state store: rows, each state's live components (ptr/flat), hashes and slots of the
@@ -241,6 +248,13 @@ class LexerBlocks:
         if start is None:
             start = self._starts[key] = self._build(sorted(key))
         return start
+
+    def accepted(self, g: int) -> tuple[int, ...]:
+        """The terminals that may end at global state ``g`` (ascending)."""
+        hit = self._accepted.get(g)
+        if hit is None:
+            hit = self._accepted[g] = tuple(self._acc_terms[self._acc_ptr[g]: self._acc_ptr[g + 1]].tolist())
+        return hit
 
     @property
     def trans(self) -> np.ndarray:
@@ -316,9 +330,6 @@ class LexerBlocks:
         self._acc_ptr[old_n + 1: n + 1] = base + np.cumsum(counts)
         self._acc_terms = _room(self._acc_terms, base + len(terms), 0)
         self._acc_terms[base: base + len(terms)] = terms
-        bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
-        tl = terms.tolist()
-        self.accepts.extend(tuple(tl[bounds[i]: bounds[i + 1]]) for i in range(n - old_n))
         self.mask_class.extend(self._state_classes(old_n, n).tolist())
         if self._loops.shape[0] < n:
             grown = np.zeros((max(n, 2 * self._loops.shape[0]), 4), dtype=np.uint64)

@@ -166,12 +166,28 @@ def _char_every_spelling(cp: int):
     return char_spellings(cs.single(cp))
 
 
+def keep_ascii_spellings() -> None:
+    """Build the automata of every ASCII character's JSON spellings once per process (they are
+    the pieces every member key and string literal is glued from, ~70 us each to build; a cold
+    compile of a schema should not pay for them again). ``constrain.warmup`` calls this."""
+    if not _ascii_kept:
+        from constrain.regex.automaton import keep_static
+
+        for cp in range(0x20, 0x80):
+            keep_static(_char_every_spelling(cp))
+        _ascii_kept.append(True)
+
+
+_ascii_kept: list = []
+
+
 def string_literal(value: str):
     """Every JSON spelling of the string ``value``: each character raw (where allowed), as its short
     escape, or as ``\\uXXXX`` in either hex case (surrogate pairs for astral characters).
 
     The same spellings as ``ANY_CHAR`` and every class generate for these characters, so subtracting
     it removes the value exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
+    keep_ascii_spellings()
     return cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE)
 
 

@@ -15,7 +15,8 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from constrain._intern import grown, intern_vector, reverse_reach
+from constrain._intern import (UNINDEXED, find_vector, grown, intern_vector, put_vector, reserve_vectors,
+                               reverse_reach, vector_hash)
 from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
@@ -520,10 +521,14 @@ def _partition(table, accepting):  # pragma: no cover - numba
     if acyclic:
         height = np.zeros(n, dtype=np.int64)
         sig = np.empty(1 + 2 * n_cls, dtype=np.int32)
-        vec_ptr = np.zeros(65, dtype=np.int64)
-        vec = np.empty(256, dtype=np.int32)
-        hashes = np.zeros(64, dtype=np.int64)
-        slots = np.full(256, -1, dtype=np.int64)
+        items = n  # every signature stored at once: room reserved first (no growing in the loop)
+        for v in range(n):
+            for c in range(n_cls):
+                if table[v, c] >= 0:
+                    items += 2
+        vec_ptr, vec, hashes, slots = reserve_vectors(np.zeros(2, dtype=np.int64), np.empty(1, dtype=np.int32),
+                                                      np.zeros(1, dtype=np.int64), np.full(2, -1, dtype=np.int64),
+                                                      0, n + 1, items)
         nb = 0
         for k in range(n):
             v = post[k]
@@ -538,8 +543,13 @@ def _partition(table, accepting):  # pragma: no cover - numba
                     m += 2
                     hv = max(hv, height[w] + 1)
             height[v] = hv
-            b, new, vec_ptr, vec, hashes, slots = intern_vector(sig, m, vec_ptr, vec, hashes, slots, nb, n + 1)
-            if new:
+            h = vector_hash(sig, m)
+            if h == UNINDEXED:
+                h = 1
+            b = find_vector(sig, m, h, vec_ptr, vec, hashes, slots)
+            if b < 0:
+                put_vector(sig, m, h, vec_ptr, vec, hashes, slots, nb)
+                b = nb
                 nb += 1
             block[v] = b
         return block, nb, True, height[0]
@@ -624,10 +634,26 @@ _memo_lock = threading.Lock()
 _OTHER_MEMOS: list = []  # clear functions of memos built on this one (``boolean``'s products)
 
 
+# Automata of fixed, grammar-independent languages (the JSON spellings of one ASCII character,
+# which every key and literal is glued from): built once per process, kept by ``clear_memo``.
+_STATIC: dict[tuple, DFA] = {}
+
+
+def keep_static(node) -> None:
+    """Build ``node`` once and keep its automaton for the process (see ``_STATIC``); for a
+    bounded set of languages that do not depend on any grammar."""
+    if node not in _STATIC:
+        dfa = build_dfa(node)
+        with _memo_lock:
+            _STATIC[node] = dfa
+
+
 def clear_memo() -> None:
-    """Forget every memoised automaton (benchmarks measuring cold compiles call this)."""
+    """Forget every memoised automaton that depends on a grammar (benchmarks measuring cold
+    compiles call this); the fixed tables of ``_STATIC`` stay."""
     with _memo_lock:
         _MEMO.clear()
+        _MEMO.update(_STATIC)
     for clear in _OTHER_MEMOS:
         clear()
 
