@@ -120,3 +120,16 @@ def test_several_contains_in_one_allof(byte_index):
         validator = jsonschema.Draft202012Validator(schema)
         for v in VALUES + [[1, 2], [2, 5, 1], [1, 1, 1, 3], ["a", 2, 3]]:
             assert g.accepts_text(json.dumps(v, separators=(",", ":"))) == validator.is_valid(v), (schema, v)
+
+
+def test_negated_oneof_that_no_value_meets(byte_index):
+    """A oneOf with duplicate branches can hold for no value (its exact rewrite is an empty anyOf);
+    its negation then holds for every value (was: an internal ``allOf: []`` error)."""
+    for schema in ({"not": {"oneOf": [{"type": ["object", "integer"]}, {"minItems": 1}, {"minItems": 1}]}},
+                   {"not": {"oneOf": [{"required": ["a"]}, {"required": ["a"]}, {"minLength": 1, "type": ["null", "number"]}]}}):
+        g = constrain.compile(Grammar.from_json_schema(schema, strict=False), byte_index)
+        validator = jsonschema.Draft202012Validator(schema)
+        for v in VALUES:
+            assert g.accepts_text(json.dumps(v, separators=(",", ":"))) == validator.is_valid(v), (schema, v)
+    with pytest.raises(EmptySchemaError):
+        Grammar.from_json_schema({"oneOf": [{"minItems": 1}, {"minItems": 1}]})

@@ -25,7 +25,7 @@ from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
-from constrain.json_schema.merge import _json_equal, siblings
+from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import boolean
 from constrain.regex.ast import length_range
@@ -1319,8 +1319,8 @@ class _Builder:
             return False
         if set(sub) == {"not"}:
             return self.refs.deref(sub["not"], pointer + "/not")  # NOT NOT X = X
-        if set(sub) == {"anyOf"}:
-            return siblings(*[self._negate_in(b, context, f"{pointer}/anyOf/{i}") for i, b in enumerate(sub["anyOf"])])
+        if set(sub) == {"anyOf"}:  # (an empty anyOf, e.g. a oneOf no value can meet, fails everywhere)
+            return _conjunction([self._negate_in(b, context, f"{pointer}/anyOf/{i}") for i, b in enumerate(sub["anyOf"])])
         conjuncts = []
         if "$ref" in sub:
             target = self.refs.resolve(sub.pop("$ref"), pointer)[1]
