@@ -133,3 +133,31 @@ def test_negated_oneof_that_no_value_meets(byte_index):
             assert g.accepts_text(json.dumps(v, separators=(",", ":"))) == validator.is_valid(v), (schema, v)
     with pytest.raises(EmptySchemaError):
         Grammar.from_json_schema({"oneOf": [{"minItems": 1}, {"minItems": 1}]})
+
+
+# Raw texts beyond json.dumps: escaped characters in values and keys, zero fractions, JSON
+# whitespace. (Left out on purpose, both documented: exponent spellings of integers and of numbers
+# under bounds or multipleOf, and documents that repeat a key.)
+RAW_TEXTS = ['1.0', '-0', '2.50', '2.0', '-1.0', '10.0', '"\\u0061"', '"\\u0061b"', '"a\\u0062"', '"\\/"',
+             '"\\""', '"\\u00e9"', '"é"', '{"a":1.0}', '{"\\u0061":1}', '[1.0,2]', '[2,2.0]', '{"b":"\\u0078"}',
+             '[ 1 , "a" ]', '{ "a" : 1 }', '[\n  1\n]', '{"a":1 , "b":"x"}', '{\n  "a": 1,\n  "b": "x"\n}']
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_schemas_on_raw_spellings_in_flexible_mode(seed, byte_index):
+    r = random.Random(1000 + seed)
+    wrong, compiled = [], 0
+    for _ in range(250):
+        schema = _schema(r)
+        validator = jsonschema.Draft202012Validator(schema)
+        try:
+            g = constrain.compile(Grammar.from_json_schema(schema, strict=False, property_order="any",
+                                                           whitespace="flexible"), byte_index)
+        except (UnsupportedSchemaError, EmptySchemaError):
+            continue
+        compiled += 1
+        for text in RAW_TEXTS:
+            if g.accepts_text(text) != validator.is_valid(json.loads(text)):
+                wrong.append((schema, text))
+    assert compiled > 150
+    assert not wrong, "\n".join(json.dumps(w) for w in wrong[:8])
