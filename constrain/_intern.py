@@ -52,45 +52,6 @@ def find_vector(v, m, h, vec_ptr, vec, hashes, slots):  # pragma: no cover - num
 
 
 @numba.njit(cache=True)
-def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
-    """Store ``v[:m]`` as id ``n`` (the caller counts), growing and rehashing as needed.
-    Returns the (possibly new) ``vec_ptr, vec, hashes, slots``."""
-    if n + 1 > hashes.shape[0]:
-        cap = 2 * hashes.shape[0]
-        p2 = np.zeros(cap + 1, dtype=np.int64)
-        p2[: n + 1] = vec_ptr[: n + 1]
-        vec_ptr = p2
-        h2 = np.zeros(cap, dtype=np.int64)
-        h2[:n] = hashes[:n]
-        hashes = h2
-    if 2 * (n + 1) > slots.shape[0]:
-        slots = np.full(4 * hashes.shape[0], -1, dtype=np.int64)
-        mask = slots.shape[0] - 1
-        for j in range(n):
-            if hashes[j] == UNINDEXED:
-                continue
-            s = _slot(hashes[j], mask)
-            while slots[s] >= 0:
-                s = (s + 1) & mask
-            slots[s] = j
-    top = vec_ptr[n]
-    if top + m > vec.shape[0]:
-        v2 = np.empty(2 * (top + m), dtype=np.int32)
-        v2[:top] = vec[:top]
-        vec = v2
-    vec[top: top + m] = v[:m]
-    vec_ptr[n + 1] = top + m
-    hashes[n] = h
-    if h != UNINDEXED:
-        mask = slots.shape[0] - 1
-        s = _slot(h, mask)
-        while slots[s] >= 0:
-            s = (s + 1) & mask
-        slots[s] = n
-    return vec_ptr, vec, hashes, slots
-
-
-@numba.njit(cache=True)
 def reserve_vectors(vec_ptr, vec, hashes, slots, n, more, more_items):  # pragma: no cover - numba
     """The store with room for ``more`` vectors of ``more_items`` items in all after id ``n``
     (grown and rehashed as needed), so that ``put_vector`` can then write without growing: hot
@@ -137,6 +98,29 @@ def put_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - n
         while slots[s] >= 0:
             s = (s + 1) & mask
         slots[s] = n
+
+
+@numba.njit(cache=True)
+def find_or_put(v, m, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
+    """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new (room reserved first,
+    ``reserve_vectors``). Returns (id, whether it is new)."""
+    h = vector_hash(v, m)
+    if h == UNINDEXED:  # that hash means "never found": move off it
+        h = 1
+    found = find_vector(v, m, h, vec_ptr, vec, hashes, slots)
+    if found >= 0:
+        return found, False
+    put_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
+    return n, True
+
+
+@numba.njit(cache=True)
+def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
+    """Store ``v[:m]`` as id ``n`` (the caller counts), growing and rehashing as needed.
+    Returns the (possibly new) ``vec_ptr, vec, hashes, slots``."""
+    vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 1, m)
+    put_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
+    return vec_ptr, vec, hashes, slots
 
 
 @numba.njit(cache=True)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import UNINDEXED, find_vector, grown_rows, put_vector, reserve_vectors, vector_hash
+from constrain._intern import (UNINDEXED, find_or_put, find_vector, grown_rows, put_vector, reserve_vectors,
+                               vector_hash)
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -135,7 +136,7 @@ def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows
                 h = 1
             found = find_vector(scratch, m, h, vec_ptr, vec, hashes, slots)
             if found < 0:
-                if n >= max_states:
+                if n >= max_states:  # (checked before storing: the store stays consistent)
                     return -1
                 put_vector(scratch, m, h, vec_ptr, vec, hashes, slots, n)
                 found = n
@@ -175,13 +176,8 @@ def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_h
             continue
         for j in range(m):
             key[j] = comp_class[vec[lo + j]]
-        h = vector_hash(key, m)
-        if h == UNINDEXED:
-            h = 1
-        found = find_vector(key, m, h, cv_ptr, cv_vec, cv_hashes, cv_slots)
-        if found < 0:
-            put_vector(key, m, h, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n)
-            found = cv_n
+        found, new = find_or_put(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n)
+        if new:
             cv_n += 1
             cv_class[found] = next_class
             next_class += 1

@@ -15,8 +15,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from constrain._intern import (UNINDEXED, find_vector, grown, intern_vector, put_vector, reserve_vectors,
-                               reverse_reach, vector_hash)
+from constrain._intern import find_or_put, grown, intern_vector, reserve_vectors, reverse_reach
 from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
@@ -543,13 +542,8 @@ def _partition(table, accepting):  # pragma: no cover - numba
                     m += 2
                     hv = max(hv, height[w] + 1)
             height[v] = hv
-            h = vector_hash(sig, m)
-            if h == UNINDEXED:
-                h = 1
-            b = find_vector(sig, m, h, vec_ptr, vec, hashes, slots)
-            if b < 0:
-                put_vector(sig, m, h, vec_ptr, vec, hashes, slots, nb)
-                b = nb
+            b, new = find_or_put(sig, m, vec_ptr, vec, hashes, slots, nb)
+            if new:
                 nb += 1
             block[v] = b
         return block, nb, True, height[0]
