@@ -29,7 +29,9 @@ def warmup() -> float:
         m.allowed_token_ids()
         m.advance(token)
     m.allowed_token_ids()
+    from constrain.json_schema.numbers import integer_every_spelling
     from constrain.json_schema.strings import keep_ascii_spellings
 
     keep_ascii_spellings()  # the JSON spellings of ASCII characters: fixed tables, built once
+    integer_every_spelling()  # every spelling of an integer (1e2, 1.5e1): also fixed, built once
     return time.perf_counter() - t0

@@ -161,3 +161,21 @@ def test_random_schemas_on_raw_spellings_in_flexible_mode(seed, byte_index):
                 wrong.append((schema, text))
     assert compiled > 150
     assert not wrong, "\n".join(json.dumps(w) for w in wrong[:8])
+
+
+def test_integer_type_takes_every_integral_spelling(byte_index):
+    """``{"type": "integer"}`` is a value test: 1e2, 1.5e1 and 30e-1 are integers, 1.55e1 and 15e-1
+    are not (jsonschema decides each text after json.loads)."""
+    texts = ["3", "-0", "1.0", "3e0", "1E1", "1e+2", "1.5e1", "30e-1", "0.5e1", "-2.50e1", "100E-2", "0e16",
+             "1.55e1", "15e-1", "1e-1", "2.5", "0.1e1", "7e-16"]
+    for schema in ({"type": "integer"}, {"type": ["integer", "string"]}, {"not": {"type": "integer"}},
+                   {"anyOf": [{"type": "integer"}, {"type": "null"}]}):
+        g = constrain.compile(Grammar.from_json_schema(schema), byte_index)
+        validator = jsonschema.Draft202012Validator(schema)
+        for text in texts:
+            want = validator.is_valid(json.loads(text))
+            if schema == {"not": {"type": "integer"}} and want is False:
+                continue  # (integral spellings are on neither side there: checked below)
+            assert g.accepts_text(text) == want, (schema, text)
+    negated = constrain.compile(Grammar.from_json_schema({"not": {"type": "integer"}}), byte_index)
+    assert not any(negated.accepts_text(t) for t in ("3e0", "1.5e1", "30e-1", "1.0"))

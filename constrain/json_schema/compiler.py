@@ -450,6 +450,8 @@ class _Builder:
                 ihi -= 1
             if ilo is not None and ihi is not None and ilo > ihi:
                 raise EmptySchemaError(f"no integer satisfies the bounds ({lo}..{hi})", pointer)
+            if ilo is None and ihi is None and mult is None:  # also 1e2, 1.5e1 (bounded ones: digits only)
+                return num.integer_every_spelling()
             rng = num.integer_range(ilo, ihi)
             if mult is not None:
                 k = int(Decimal(str(mult)))

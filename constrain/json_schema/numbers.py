@@ -2,8 +2,9 @@
 
 Bounds become digit-by-digit ranges over canonical decimal spellings (no leading zeros), so
 ``minimum: 17, maximum: 230`` allows exactly 17..230, not "2-3 digit numbers". Numbers with
-bounds are written without an exponent (``1e2`` is refused there: a documented restriction);
-unbounded numbers allow the full JSON syntax.
+bounds or ``multipleOf`` are written without an exponent (``1e2`` is refused there: a documented
+restriction); unbounded numbers allow the full JSON syntax, and an unbounded ``integer`` every
+integral spelling with an exponent up to ``SPELLING_WINDOW`` (``integer_every_spelling``).
 """
 
 from __future__ import annotations
@@ -226,6 +227,29 @@ def non_integral_numbers(window: int = 16) -> Node:  # (SPELLING_WINDOW, defined
         zero_fraction = alt(EMPTY, cat(lit("."), rep(lit("0"), 1, None)))
         options.append(cat(sign, significant, rep(lit("0"), 0, k - 1), zero_fraction, _exponent(-k)))
     return alt(*options)
+
+
+_INTEGER_SPELLINGS: list = []  # the automaton below, built once per process
+
+
+def integer_every_spelling() -> Node:
+    """Every JSON spelling of an integral value, as one automaton leaf (``{"type": "integer"}``
+    without bounds): digits with an optional zero fraction (``1.0``), and exponent forms with
+    |exponent| <= SPELLING_WINDOW whose value is integral (``1e2``, ``1.5e1``, ``30e-1``), i.e. all
+    such exponent forms minus ``non_integral_numbers`` (exact inside the window; larger exponents
+    are left out, a sound subset). Grammar-independent, so built once per process (~50 ms,
+    ``constrain.warmup`` does it) and shared by every schema."""
+    if not _INTEGER_SPELLINGS:
+        from constrain.regex import automaton, boolean
+
+        plain = cat(JSON_INTEGER, _ZERO_FRACTION)
+        mantissa = cat(alt(EMPTY, lit("-")), alt(lit("0"), cat(NONZERO, ANY_DIGITS)),
+                       alt(EMPTY, cat(lit("."), PLUS_DIGITS)))
+        window = SPELLING_WINDOW
+        exponent_forms = cat(mantissa, alt(*[_exponent(e) for e in range(-window, window + 1)]))
+        integral = boolean.difference(exponent_forms, non_integral_numbers(window))
+        _INTEGER_SPELLINGS.append(("dfa", automaton.build_dfa(alt(plain, integral))))
+    return _INTEGER_SPELLINGS[0]
 
 
 def parse_bound(value) -> Decimal:
