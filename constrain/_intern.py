@@ -101,15 +101,18 @@ def put_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - n
 
 
 @numba.njit(cache=True)
-def find_or_put(v, m, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
+def find_or_put(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cover - numba
     """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new (room reserved first,
-    ``reserve_vectors``). Returns (id, whether it is new)."""
+    ``reserve_vectors``), unless ``n >= max_n`` (then id -1, nothing stored). Returns (id,
+    whether it is new)."""
     h = vector_hash(v, m)
     if h == UNINDEXED:  # that hash means "never found": move off it
         h = 1
     found = find_vector(v, m, h, vec_ptr, vec, hashes, slots)
     if found >= 0:
         return found, False
+    if n >= max_n:
+        return -1, False
     put_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
     return n, True
 

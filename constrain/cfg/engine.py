@@ -425,11 +425,8 @@ class CFGCompiledGrammar(CompiledGrammar):
 
     def _child(self, cid: int, terminal: int) -> int:
         """The context after ``terminal`` (its lexer built), or ``NO_CONTEXT``."""
-        p = self.parser
-        nxt = int(p.ctx_next[cid, terminal])
-        if nxt < NO_CONTEXT:  # not computed yet
-            nxt = p.advance(cid, terminal)
-        if nxt >= 0 and p.ctx_start[nxt] < 0:
+        nxt = self.parser.advance(cid, terminal)
+        if nxt >= 0:
             self._start(nxt)
         return nxt
 
@@ -590,7 +587,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         total = 0
         limit = max(MAX_BOUNDARY_ROOTS, len(ev_node) // 8)
         for t in ev_terms:
-            for c2 in ((c,) if is_ignore[t] else ()) + ((self._child(c, t),) if t in terminals else ()):
+            after = [c] if is_ignore[t] else []  # an ignored terminal keeps the context
+            if t in terminals:
+                after.append(self._child(c, t))
+            for c2 in after:
                 if c2 < 0:
                     continue
                 s2 = self._start(c2)

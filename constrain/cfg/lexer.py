@@ -17,8 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import (UNINDEXED, find_or_put, find_vector, grown_rows, put_vector, reserve_vectors,
-                               vector_hash)
+from constrain._intern import UNINDEXED, find_or_put, grown_rows, put_vector, reserve_vectors
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -47,10 +46,8 @@ def _extend(comp_flat, comp_row, comp_map, class_maps, class_cuts, starts, rows,
     q = n
     n += 1
     while q < n:
-        if n + 257 > rows.shape[0]:
-            rows = grown_rows(rows, n + 257, -1)
-        if n + 257 > hashes.shape[0] or 2 * (n + 257) > slots.shape[0] or vec_ptr[n] + 257 * k > vec.shape[0]:
-            vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 257, 257 * k)
+        rows = grown_rows(rows, n + 257, -1)
+        vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 257, 257 * k)
         n = _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows, vec_ptr, vec, hashes, slots,
                           n, max_states, single_of, scratch, prev, cut)
         if n < 0:
@@ -80,12 +77,9 @@ def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows
             if class_cuts[cm, b]:
                 g2 = comp_flat[base + class_maps[cm, b]]
                 if g2 >= 0 and single_of[g2] < 0:
-                    if n >= max_states:
+                    n = _add_single(g2, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_of)
+                    if n < 0:
                         return -1
-                    scratch[0] = g2
-                    put_vector(scratch, 1, UNINDEXED, vec_ptr, vec, hashes, slots, n)
-                    single_of[g2] = n
-                    n += 1
         for b in range(256):
             g2 = comp_flat[base + class_maps[cm, b]]
             rows[q, b] = single_of[g2] if g2 >= 0 else -1
@@ -124,26 +118,31 @@ def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, rows
         if m == 1:
             found = single_of[scratch[0]]
             if found < 0:
-                if n >= max_states:
+                n = _add_single(scratch[0], scratch, vec_ptr, vec, hashes, slots, n, max_states, single_of)
+                if n < 0:
                     return -1
-                put_vector(scratch, 1, UNINDEXED, vec_ptr, vec, hashes, slots, n)
-                single_of[scratch[0]] = n
-                found = n
-                n += 1
+                found = n - 1
         elif m > 0:
-            h = vector_hash(scratch, m)
-            if h == UNINDEXED:
-                h = 1
-            found = find_vector(scratch, m, h, vec_ptr, vec, hashes, slots)
+            found, new = find_or_put(scratch, m, vec_ptr, vec, hashes, slots, n, max_states)
             if found < 0:
-                if n >= max_states:  # (checked before storing: the store stays consistent)
-                    return -1
-                put_vector(scratch, m, h, vec_ptr, vec, hashes, slots, n)
-                found = n
+                return -1
+            if new:
                 n += 1
         rows[q, b] = found
         prev_found = found
     return n
+
+
+@numba.njit(cache=True)
+def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_of):  # pragma: no cover - numba
+    """Store the one-component vector ``[g]`` as state ``n`` (unindexed: ``single_of`` finds it);
+    returns the new state count, or -1 past ``max_states``."""
+    if n >= max_states:
+        return -1
+    scratch[0] = g
+    put_vector(scratch, 1, UNINDEXED, vec_ptr, vec, hashes, slots, n)
+    single_of[g] = n
+    return n + 1
 
 
 @numba.njit(cache=True)
@@ -176,7 +175,7 @@ def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_h
             continue
         for j in range(m):
             key[j] = comp_class[vec[lo + j]]
-        found, new = find_or_put(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n)
+        found, new = find_or_put(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_n + 1)
         if new:
             cv_n += 1
             cv_class[found] = next_class

@@ -10,6 +10,7 @@ integral spelling with an exponent up to ``SPELLING_WINDOW`` (``integer_every_sp
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 
 Node = tuple
@@ -188,10 +189,11 @@ def decimal_at_most(m: Decimal, strict: bool) -> Node | None:
     return alt(pos, cat(lit("-"), natural_range(0, None), ANY_SUFFIX))
 
 
+_SIGN = alt(EMPTY, lit("-"))
+_INT_PART = alt(lit("0"), cat(NONZERO, ANY_DIGITS))
+_MANTISSA = cat(_SIGN, _INT_PART, alt(EMPTY, cat(lit("."), PLUS_DIGITS)))  # a JSON number before its exponent
 JSON_NUMBER = cat(
-    alt(EMPTY, lit("-")), alt(lit("0"), cat(NONZERO, ANY_DIGITS)),
-    alt(EMPTY, cat(lit("."), PLUS_DIGITS)),
-    alt(EMPTY, cat(("set", ((69, 69), (101, 101))), alt(EMPTY, ("set", ((43, 43), (45, 45)))), PLUS_DIGITS)),
+    _MANTISSA, alt(EMPTY, cat(("set", ((69, 69), (101, 101))), alt(EMPTY, ("set", ((43, 43), (45, 45)))), PLUS_DIGITS)),
 )
 JSON_INTEGER = integer_range(None, None)
 
@@ -214,8 +216,7 @@ def non_integral_numbers(window: int = 16) -> Node:  # (SPELLING_WINDOW, defined
     for ``e >= 0`` a non-zero fraction digit more than ``e`` places after the point; for ``e < 0``
     a non-zero fraction digit, or an integer part with fewer than ``-e`` trailing zeros. Spellings
     with a larger exponent are left out (a subset, so sound: ``1.5e300`` is not produced)."""
-    sign = alt(EMPTY, lit("-"))
-    int_part = alt(lit("0"), cat(NONZERO, ANY_DIGITS))
+    sign, int_part = _SIGN, _INT_PART
     nonzero_fraction = cat(lit("."), ANY_DIGITS, NONZERO, ANY_DIGITS)
     options = [cat(sign, int_part, nonzero_fraction)]
     for e in range(0, window + 1):  # the fraction's last non-zero digit lies past the shift
@@ -229,9 +230,7 @@ def non_integral_numbers(window: int = 16) -> Node:  # (SPELLING_WINDOW, defined
     return alt(*options)
 
 
-_INTEGER_SPELLINGS: list = []  # the automaton below, built once per process
-
-
+@lru_cache(maxsize=None)
 def integer_every_spelling() -> Node:
     """Every JSON spelling of an integral value, as one automaton leaf (``{"type": "integer"}``
     without bounds): digits with an optional zero fraction (``1.0``), and exponent forms with
@@ -239,17 +238,13 @@ def integer_every_spelling() -> Node:
     such exponent forms minus ``non_integral_numbers`` (exact inside the window; larger exponents
     are left out, a sound subset). Grammar-independent, so built once per process (~50 ms,
     ``constrain.warmup`` does it) and shared by every schema."""
-    if not _INTEGER_SPELLINGS:
-        from constrain.regex import automaton, boolean
+    from constrain.regex import automaton, boolean
 
-        plain = cat(JSON_INTEGER, _ZERO_FRACTION)
-        mantissa = cat(alt(EMPTY, lit("-")), alt(lit("0"), cat(NONZERO, ANY_DIGITS)),
-                       alt(EMPTY, cat(lit("."), PLUS_DIGITS)))
-        window = SPELLING_WINDOW
-        exponent_forms = cat(mantissa, alt(*[_exponent(e) for e in range(-window, window + 1)]))
-        integral = boolean.difference(exponent_forms, non_integral_numbers(window))
-        _INTEGER_SPELLINGS.append(("dfa", automaton.build_dfa(alt(plain, integral))))
-    return _INTEGER_SPELLINGS[0]
+    plain = cat(JSON_INTEGER, _ZERO_FRACTION)
+    window = SPELLING_WINDOW
+    exponent_forms = cat(_MANTISSA, alt(*[_exponent(e) for e in range(-window, window + 1)]))
+    integral = boolean.difference(exponent_forms, non_integral_numbers(window))
+    return "dfa", automaton.build_dfa(alt(plain, integral))
 
 
 def parse_bound(value) -> Decimal:

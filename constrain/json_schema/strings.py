@@ -157,28 +157,25 @@ def canonical_string_literal(value: str):
     return lit(json.dumps(value, ensure_ascii=False))
 
 
+@lru_cache(maxsize=None)
 def _char_every_spelling(cp: int):
     """Every JSON spelling of the code point ``cp`` (``char_spellings`` of the one-character class).
     A lone surrogate (only a const/enum value can hold one) is spelled ``\\uXXXX`` only: the schema
-    names it, but no class ever generates one."""
+    names it, but no class ever generates one. An ASCII character's automaton is kept for the
+    process (``automaton.keep_static``): it is a piece of every member key and string literal,
+    ~70 us to build, and no cold compile of a schema should pay for it again."""
     if 0xD800 <= cp <= 0xDFFF:
         return cat(_U, _hex_digits(((cp, cp),), 4))
-    return char_spellings(cs.single(cp))
+    node = char_spellings(cs.single(cp))
+    if cp < 0x80:
+        automaton.keep_static(node)
+    return node
 
 
 def keep_ascii_spellings() -> None:
-    """Build the automata of every ASCII character's JSON spellings once per process (they are
-    the pieces every member key and string literal is glued from, ~70 us each to build; a cold
-    compile of a schema should not pay for them again). ``constrain.warmup`` calls this."""
-    if not _ascii_kept:
-        from constrain.regex.automaton import keep_static
-
-        for cp in range(0x20, 0x80):
-            keep_static(_char_every_spelling(cp))
-        _ascii_kept.append(True)
-
-
-_ascii_kept: list = []
+    """Build every printable ASCII character's spelling automaton now (``constrain.warmup``)."""
+    for cp in range(0x20, 0x80):
+        _char_every_spelling(cp)
 
 
 def string_literal(value: str):
@@ -187,7 +184,6 @@ def string_literal(value: str):
 
     The same spellings as ``ANY_CHAR`` and every class generate for these characters, so subtracting
     it removes the value exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
-    keep_ascii_spellings()
     return cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE)
 
 

@@ -542,7 +542,7 @@ def _partition(table, accepting):  # pragma: no cover - numba
                     m += 2
                     hv = max(hv, height[w] + 1)
             height[v] = hv
-            b, new = find_or_put(sig, m, vec_ptr, vec, hashes, slots, nb)
+            b, new = find_or_put(sig, m, vec_ptr, vec, hashes, slots, nb, n + 1)
             if new:
                 nb += 1
             block[v] = b
