@@ -23,7 +23,6 @@ import threading
 
 import numba
 import numpy as np
-import torch
 
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
@@ -230,6 +229,17 @@ def _ordered_to_words(ordered, trie_ids, out_words):  # pragma: no cover - numba
             if (bits >> np.uint32(k)) & np.uint32(1):
                 t = trie_ids[w * 32 + k]
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ended_terminals(ev_state, acc_ptr, acc_terms, n_terminals):  # pragma: no cover - numba
+    """The terminals that may end at some event state, ascending."""
+    seen = np.zeros(n_terminals, dtype=np.bool_)
+    for e in range(ev_state.shape[0]):
+        g = ev_state[e]
+        for a in range(acc_ptr[g], acc_ptr[g + 1]):
+            seen[acc_terms[a]] = True
+    return np.flatnonzero(seen)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -528,10 +538,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                     bits[e >> 5] |= np.uint32(1 << (e & 31))
                 count += len(self.index.eos_token_ids)
                 last = self.index.eos_token_ids[0]
-            view = bits.view(np.int32)
-            view.setflags(write=False)
-            entry = MaskEntry(words=view, tensor=torch.from_numpy(view.copy()), count=count,
-                              single=last if count == 1 else -1)
+            entry = MaskEntry.of(bits, count, last if count == 1 else -1)
             self._masks[config_id] = entry
             self._class_masks[key] = entry
         return entry
@@ -698,8 +705,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                            ev_node, ev_state)
         ev_state = ev_state[:n_ev].copy()
         _, acc_ptr, acc_terms = self.lexers.arrays()
-        states = np.unique(ev_state)
-        ev_terms = sorted({int(x) for g2 in states.tolist() for x in acc_terms[acc_ptr[g2]:acc_ptr[g2 + 1]].tolist()})
+        ev_terms = _ended_terminals(ev_state, acc_ptr, acc_terms, max(self.n_terminals, 1)).tolist()
         hit = (inside, ev_node[:n_ev].copy(), ev_state, ev_terms)
         self._lexer_parts[cls] = hit
         return hit
@@ -709,10 +715,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
             for e in self.index.eos_token_ids:
                 words[e >> 5] |= np.uint32(1 << (e & 31))
-            view = words.view(np.int32)
             n = len(self.index.eos_token_ids)
-            self._finished_entry = MaskEntry(view, torch.from_numpy(view.copy()), n,
-                                             self.index.eos_token_ids[0] if n == 1 else -1)
+            self._finished_entry = MaskEntry.of(words, n, self.index.eos_token_ids[0] if n == 1 else -1)
         return self._finished_entry
 
     def precompute_masks(self) -> None:

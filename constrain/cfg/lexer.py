@@ -184,6 +184,32 @@ def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_h
     return out, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_class, next_class
 
 
+@numba.njit(cache=True)
+def _accepts_and_loops(vec_ptr, vec, old_n, n, comp_acc, comp_term, rows, acc_ptr, acc_terms, loops):  # pragma: no cover
+    """For the new states ``old_n..n-1``: the terminals that may end there (ascending, appended to
+    ``acc_terms`` after ``acc_ptr[old_n]``) and the bytes on which each steps to itself."""
+    top = acc_ptr[old_n]
+    for q in range(old_n, n):
+        first = top
+        for j in range(vec_ptr[q], vec_ptr[q + 1]):
+            g = vec[j]
+            if comp_acc[g]:
+                t = comp_term[g]
+                k = top  # insertion keeps the list ascending (a state has few live components)
+                while k > first and acc_terms[k - 1] > t:
+                    acc_terms[k] = acc_terms[k - 1]
+                    k -= 1
+                acc_terms[k] = t
+                top += 1
+        acc_ptr[q + 1] = top
+        for w in range(4):
+            bits = np.uint64(0)
+            for b in range(64):
+                if rows[q, w * 64 + b] == q:
+                    bits |= np.uint64(1) << np.uint64(b)
+            loops[q, w] = bits
+
+
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
     """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
     if n <= a.shape[0]:
@@ -222,9 +248,8 @@ class LexerBlocks:
         self._comp_row = np.zeros(64, dtype=np.int64)
         self._comp_cls_id = np.zeros(64, dtype=np.int64)
         self._class_maps: dict[bytes, int] = {}
-        self._class_rows: list[np.ndarray] = []
-        self._class_table: np.ndarray | None = None  # [maps, 256], stacked on demand
-        self._class_cuts: np.ndarray | None = None  # [maps, 256] bool: byte b starts a new class
+        self._class_table = np.zeros((8, 256), dtype=np.int32)  # [maps, 256] byte -> class (rows past the count unused)
+        self._class_cuts = np.ones((8, 256), dtype=np.bool_)  # [maps, 256]: byte b starts a new class
         self._comp_acc = np.zeros(64, dtype=np.bool_)
         self._comp_term = np.zeros(64, dtype=np.int32)
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
@@ -292,9 +317,11 @@ class LexerBlocks:
         for name, fill in (("_comp_row", 0), ("_comp_acc", False), ("_comp_term", 0), ("_comp_class", 0)):
             setattr(self, name, _room(getattr(self, name), base + n, fill))
         self._comp_row[base: base + n] = top + width * np.arange(n, dtype=np.int64)
-        cls_id = self._class_maps.setdefault(classes.tobytes(), len(self._class_maps))
-        if cls_id == len(self._class_rows):
-            self._class_rows.append(classes.astype(np.int32))
+        key = classes.tobytes()
+        cls_id = self._class_maps.get(key)
+        if cls_id is None:
+            cls_id = self._class_maps[key] = len(self._class_maps)
+            self._add_class_map(cls_id, classes)
         self._comp_cls_id = _room(self._comp_cls_id, base + n, 0)
         self._comp_cls_id[base: base + n] = cls_id
         self._comp_acc[base: base + n] = dfa.accepting
@@ -304,34 +331,34 @@ class LexerBlocks:
         self._term_start[t] = base + dfa.start
         return base + dfa.start
 
+    def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
+        """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
+        doubling, so a new map costs one row, not a restack)."""
+        if cls_id >= self._class_table.shape[0]:
+            rows = 2 * self._class_table.shape[0]
+            self._class_table = np.concatenate([self._class_table, np.zeros_like(self._class_table)])[:rows]
+            self._class_cuts = np.concatenate([self._class_cuts, np.ones_like(self._class_cuts)])[:rows]
+        self._class_table[cls_id] = classes
+        self._class_cuts[cls_id, 1:] = classes[1:] != classes[:-1]
+
     def _new_classes(self, local: np.ndarray) -> np.ndarray:
         out = local.astype(np.int64) + self._next_class
         self._next_class = int(out.max(initial=self._next_class - 1)) + 1
         return out
 
     def _register(self, old_n: int) -> None:
-        """Accepted terminals and mask classes of the states ``_extend`` just added."""
+        """Accepted terminals, loop bits and mask classes of the states ``_extend`` just added."""
         n = self._n
-        vp, vec = self._vec_ptr, self._vec
-        comps = vec[vp[old_n]: vp[n]]
-        owner = np.repeat(np.arange(old_n, n), np.diff(vp[old_n: n + 1]))
-        hit = self._comp_acc[comps]
-        owner, terms = owner[hit], self._comp_term[comps[hit]]
-        order = np.lexsort((terms, owner))  # by state, terminals ascending
-        owner, terms = owner[order], terms[order]
-        counts = np.bincount(owner - old_n, minlength=n - old_n)
         base = int(self._acc_ptr[old_n])
         self._acc_ptr = _room(self._acc_ptr, n + 1, 0)
-        self._acc_ptr[old_n + 1: n + 1] = base + np.cumsum(counts)
-        self._acc_terms = _room(self._acc_terms, base + len(terms), 0)
-        self._acc_terms[base: base + len(terms)] = terms
-        self.mask_class.extend(self._state_classes(old_n, n).tolist())
+        self._acc_terms = _room(self._acc_terms, base + int(self._vec_ptr[n] - self._vec_ptr[old_n]), 0)
         if self._loops.shape[0] < n:
             grown = np.zeros((max(n, 2 * self._loops.shape[0]), 4), dtype=np.uint64)
             grown[: old_n] = self._loops[: old_n]
             self._loops = grown
-        selfloop = self._trans[old_n: n] == np.arange(old_n, n, dtype=np.int32)[:, None]
-        self._loops[old_n: n] = np.packbits(selfloop, axis=1, bitorder="little").view("<u8")
+        _accepts_and_loops(self._vec_ptr, self._vec, old_n, n, self._comp_acc, self._comp_term, self._trans,
+                           self._acc_ptr, self._acc_terms, self._loops)
+        self.mask_class.extend(self._state_classes(old_n, n).tolist())
         self._arrays = None
 
     def _state_classes(self, old_n: int, n_all: int) -> np.ndarray:
@@ -348,10 +375,6 @@ class LexerBlocks:
     def _build(self, terminal_ids: list[int]) -> int:
         starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
         old_n = self._n
-        if self._class_table is None or self._class_table.shape[0] < len(self._class_rows):
-            self._class_table = np.stack(self._class_rows) if self._class_rows else np.zeros((1, 256), dtype=np.int32)
-            self._class_cuts = np.ones(self._class_table.shape, dtype=np.bool_)  # bytes where a class starts
-            self._class_cuts[:, 1:] = self._class_table[:, 1:] != self._class_table[:, :-1]
         self._single_of = _room(self._single_of, self._n_comp, -1)
         rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
                                                   self._class_cuts, starts, self._trans,

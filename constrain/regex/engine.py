@@ -30,6 +30,15 @@ class MaskEntry:
     count: int  # allowed tokens, EOS included
     single: int  # the only allowed token when count == 1, else -1
 
+    @staticmethod
+    def of(words_u32: np.ndarray, count: int, single: int) -> "MaskEntry":
+        """The entry for a freshly computed uint32 row: the tensor and the read-only numpy view
+        share its buffer (no copy: a mask is written once, before anyone reads it)."""
+        tensor = torch.from_numpy(words_u32.view(np.int32))
+        words = words_u32.view(np.int32)
+        words.setflags(write=False)
+        return MaskEntry(words=words, tensor=tensor, count=count, single=single)
+
 
 class RegexCompiledGrammar(CompiledGrammar):
     def __init__(self, dfa: DFA, index: TokenizerIndex, description: str = "regex") -> None:
@@ -66,13 +75,6 @@ class RegexCompiledGrammar(CompiledGrammar):
         self._finished_entry: MaskEntry | None = None
 
     # ------------------------------------------------------------------ masks
-    def _make_entry(self, words_u32: np.ndarray, count: int, single: int) -> MaskEntry:
-        # The tensor and the read-only numpy view share one buffer (both stay internal).
-        tensor = torch.from_numpy(words_u32.view(np.int32))
-        words = words_u32.view(np.int32)
-        words.setflags(write=False)
-        return MaskEntry(words=words, tensor=tensor, count=count, single=single)
-
     def mask_entry(self, state: int) -> MaskEntry:
         entry = self._masks.get(state)
         if entry is not None:
@@ -91,7 +93,7 @@ class RegexCompiledGrammar(CompiledGrammar):
                 words[w] |= bit
             count += len(self._eos_bits)
             last = self.index.eos_token_ids[0]
-        entry = self._make_entry(words, int(count), int(last) if count == 1 else -1)
+        entry = MaskEntry.of(words, int(count), int(last) if count == 1 else -1)
         with self._lock:
             self._masks.setdefault(state, entry)
             self._class_masks.setdefault(cls, entry)
@@ -103,7 +105,7 @@ class RegexCompiledGrammar(CompiledGrammar):
             for e in self.index.eos_token_ids:
                 words[e >> 5] |= np.uint32(1 << (e & 31))
             n = len(self.index.eos_token_ids)
-            self._finished_entry = self._make_entry(words, n, self.index.eos_token_ids[0] if n == 1 else -1)
+            self._finished_entry = MaskEntry.of(words, n, self.index.eos_token_ids[0] if n == 1 else -1)
         return self._finished_entry
 
     def _mask_class(self, state: int) -> int:
