@@ -143,14 +143,14 @@ def intern_vector(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no co
 
 
 @numba.njit(cache=True)
-def grown_rows(rows, n, fill):  # pragma: no cover - numba
-    """``rows`` (2-D) with room for at least ``n`` rows, new rows set to ``fill``."""
+def grown_rows(rows, n):  # pragma: no cover - numba
+    """``rows`` (2-D) with room for at least ``n`` rows; the new rows are left unwritten (every
+    row is written in full before anyone reads it, and not filling spares touching the memory)."""
     if n <= rows.shape[0]:
         return rows
     old = rows.shape[0]
     out = np.empty((max(n, 2 * old), rows.shape[1]), dtype=rows.dtype)
     out[:old] = rows
-    out[old:] = fill
     return out
 
 
