@@ -443,3 +443,64 @@ def test_fast_earley_matches_the_reference_parser(key, monkeypatch):
         for t in not_expected[:5]:
             assert fast.advance(b, t) == NO_CONTEXT
     assert len(ref.contexts) == fast.n_contexts
+
+
+# ---------------------------------------------------------------------- static tables of the parser
+
+
+def _reachable_naive(succ: list[list[int]], v: int) -> set[int]:
+    seen, stack = {v}, [v]
+    while stack:
+        for w in succ[stack.pop()]:
+            if w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return seen
+
+
+def test_prediction_closure_equals_search_from_every_node():
+    """``_reach_closure`` (components in numba) against a plain search from each node, on random
+    graphs with cycles, self-loops and isolated nodes."""
+    from constrain.cfg.fast_earley import _reach_closure, bits_to_ids
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(0, 140)
+        succ = [sorted({rng.randrange(n) for _ in range(rng.randint(0, 3))}) for _ in range(n)]
+        words = (n + 63) // 64 or 1
+        rows = _reach_closure(succ, words)
+        for v in range(n):
+            assert set(bits_to_ids(rows[v])) == _reachable_naive(succ, v)
+
+
+def _fixpoint_naive(cfg, terminals_count: bool) -> set[int]:
+    from constrain.cfg.ir import is_nt
+
+    out: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for lhs, rhs in cfg.rules:
+            if lhs not in out and all((~s in out) if is_nt(s) else terminals_count for s in rhs):
+                out.add(lhs)
+                changed = True
+    return out
+
+
+def test_nullable_and_productive_equal_the_sweeping_fixpoint():
+    """The worklist fixpoints of ``CFG`` (nullable, productive) against sweeping every rule until
+    nothing changes, on random grammars (empty rules, terminals, repeated symbols, recursion)."""
+    from constrain.cfg.ir import CFG
+
+    rng = random.Random(11)
+    for _ in range(400):
+        n_nt, n_t = rng.randint(1, 12), 3
+        rules = []
+        for lhs in range(n_nt):
+            for _ in range(rng.randint(0, 3)):
+                rhs = tuple(rng.choice([~rng.randrange(n_nt), rng.randrange(n_t)]) for _ in range(rng.randint(0, 3)))
+                rules.append((lhs, rhs))
+        cfg = CFG(terminals=[("set", ((97, 97),))] * n_t, terminal_names=[f"t{i}" for i in range(n_t)],
+                  nonterminal_names=[f"n{i}" for i in range(n_nt)], rules=rules, start=0)
+        assert cfg.nullable() == _fixpoint_naive(cfg, terminals_count=False)
+        assert cfg._derivable(terminals_count=True) == _fixpoint_naive(cfg, terminals_count=True)

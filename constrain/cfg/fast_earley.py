@@ -283,32 +283,45 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     return new
 
 
-def _bitset(ids, words: int) -> np.ndarray:
-    out = np.zeros(words, dtype=np.uint64)
-    ids = np.asarray(list(ids), dtype=np.int64)
-    np.bitwise_or.at(out, ids >> 6, np.left_shift(np.uint64(1), (ids & 63).astype(np.uint64)))
-    return out
-
-
 def _reach_closure(succ: list[list[int]], words: int) -> np.ndarray:
     """Bitset per node of every node reachable from it (itself included): strongly connected
     components share one set, each the union of its members and of the sets of the components it
     points to, which come earlier in Tarjan's finish order. Linear in nodes + edges times words
-    (a per-node search is quadratic: 2,000 optional properties took seconds)."""
+    (a per-node search is quadratic: 2,000 optional properties took seconds); the unions run in
+    numba (numpy per edge cost ~1 ms a JSON Schema compile)."""
     n = len(succ)
-    out = np.zeros((max(n, 1), words), dtype=np.uint64)
-    comp = strongly_connected_components(succ)
-    members: list[list[int]] = [[] for _ in range(max(comp, default=-1) + 1)]
-    for v, c in enumerate(comp):
-        members[c].append(v)
-    for c, group in enumerate(members):
-        bits = _bitset(group, words)
-        for m in group:
-            for w in succ[m]:
+    comp = np.asarray(strongly_connected_components(succ), dtype=np.int64)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(x) for x in succ]) if n else []
+    targets = np.asarray([w for ws in succ for w in ws], dtype=np.int64)
+    return _closure_rows(comp, ptr, targets, max(n, 1), words)
+
+
+@numba.njit(cache=True)
+def _closure_rows(comp, ptr, targets, rows, words):  # pragma: no cover - numba
+    n = comp.shape[0]
+    out = np.zeros((rows, words), dtype=np.uint64)
+    if n == 0:
+        return out
+    order = np.argsort(comp, kind="mergesort")  # members grouped by component, ids ascending
+    i = 0
+    while i < n:
+        c = comp[order[i]]
+        j = i
+        while j < n and comp[order[j]] == c:
+            j += 1
+        first = order[i]
+        for k in range(i, j):
+            m = order[k]
+            out[first, m >> 6] |= np.uint64(1) << np.uint64(m & 63)
+            for e in range(ptr[m], ptr[m + 1]):
+                w = targets[e]
                 if comp[w] != c:
-                    bits |= out[w]
-        for m in group:
-            out[m] = bits
+                    for x in range(words):
+                        out[first, x] |= out[w, x]
+        for k in range(i + 1, j):
+            out[order[k], :] = out[first, :]
+        i = j
     return out
 
 

@@ -50,15 +50,40 @@ class CFG:
 
     def nullable(self) -> set[int]:
         """Nonterminals that derive the empty string (terminals are never empty)."""
-        out: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in self.rules:
-                if lhs not in out and all(is_nt(s) and ~s in out for s in rhs):
-                    out.add(lhs)
-                    changed = True
-        return out
+        return self._derivable(terminals_count=False)
+
+    def _derivable(self, terminals_count: bool) -> set[int]:
+        """Least fixpoint of "a rule whose right-hand symbols all qualify makes its left side
+        qualify" (nullable: terminals never qualify; productive: they always do). Worklist over
+        the rules that wait on each nonterminal, so linear in the grammar's size (sweeping every
+        rule until nothing changes took one sweep per nesting level: quadratic on deep schemas)."""
+        n = len(self.nonterminal_names)
+        waiting: list[list[int]] = [[] for _ in range(n)]
+        missing = [0] * len(self.rules)
+        done: set[int] = set()
+        ready: list[int] = []
+        for r, (lhs, rhs) in enumerate(self.rules):
+            count = 0
+            for s in rhs:  # a repeated nonterminal waits (and is counted) once per occurrence
+                if s < 0:
+                    waiting[~s].append(r)
+                    count += 1
+                elif not terminals_count:
+                    count = -1  # never fires
+                    break
+            missing[r] = count
+            if count == 0:
+                ready.append(lhs)
+        while ready:
+            a = ready.pop()
+            if a in done:
+                continue
+            done.add(a)
+            for r in waiting[a]:
+                missing[r] -= 1
+                if missing[r] == 0:
+                    ready.append(self.rules[r][0])
+        return done
 
     def validate(self) -> None:
         """Refuse grammars the engine would mishandle: unproductive or undefined nonterminals."""
@@ -69,14 +94,7 @@ class CFG:
                     raise GrammarError(f"rule for {self.nonterminal_names[lhs]!r} uses an undefined nonterminal")
                 if not is_nt(s) and not 0 <= s < len(self.terminals):
                     raise GrammarError(f"rule for {self.nonterminal_names[lhs]!r} uses an undefined terminal")
-        productive: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in self.rules:
-                if lhs not in productive and all(not is_nt(s) or ~s in productive for s in rhs):
-                    productive.add(lhs)
-                    changed = True
+        productive = self._derivable(terminals_count=True)
         reachable = {self.start}
         stack = [self.start]
         while stack:
