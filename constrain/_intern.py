@@ -2,7 +2,7 @@
 (plus the reverse search that trims them).
 
 A DFA state built from several smaller states (a set of NFA states, a vector of live terminal
-components) is identified by that sorted vector. ``find_vector``/``add_vector`` keep the vectors
+components) is identified by that sorted vector. ``find_or_put``/``put_vector`` keep the vectors
 in one flat array (``vec_ptr``/``vec``) with an open-addressing table of their hashes, grown here
 and handed back. An entry stored with hash ``UNINDEXED`` is kept but never found (the lexer's
 block start states, which must stay distinct from equal vectors reached later).
@@ -115,31 +115,6 @@ def find_or_put(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cove
         return -1, False
     put_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
     return n, True
-
-
-@numba.njit(cache=True)
-def add_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
-    """Store ``v[:m]`` as id ``n`` (the caller counts), growing and rehashing as needed.
-    Returns the (possibly new) ``vec_ptr, vec, hashes, slots``."""
-    vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 1, m)
-    put_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
-    return vec_ptr, vec, hashes, slots
-
-
-@numba.njit(cache=True)
-def intern_vector(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cover - numba
-    """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new, unless ``n >= max_n``
-    (then id -1). Returns (id, whether it is new, and the possibly grown arrays)."""
-    h = vector_hash(v, m)
-    if h == UNINDEXED:  # that hash means "never found": move off it
-        h = 1
-    found = find_vector(v, m, h, vec_ptr, vec, hashes, slots)
-    if found >= 0:
-        return found, False, vec_ptr, vec, hashes, slots
-    if n >= max_n:
-        return -1, False, vec_ptr, vec, hashes, slots
-    vec_ptr, vec, hashes, slots = add_vector(v, m, h, vec_ptr, vec, hashes, slots, n)
-    return n, True, vec_ptr, vec, hashes, slots
 
 
 @numba.njit(cache=True)

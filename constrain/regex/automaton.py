@@ -15,7 +15,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
-from constrain._intern import find_or_put, grown, intern_vector, reserve_vectors, reverse_reach
+from constrain._intern import find_or_put, grown, reserve_vectors, reverse_reach
 from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import RegexError
 from constrain.regex.charset import Ranges
@@ -294,9 +294,17 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     its member edges in class order, so a target is computed only where the live edges change,
     and a single live edge reuses the subset of its target's closure. Returns (src, class, dst)
     of the live transitions, the accepting flags and the state count, or ``n = -1`` past
-    ``max_states``. (The transition append is written out on each path on purpose: folding the
-    paths into one append made numba's code 3x slower, measured 2026-11-30.)"""
+    ``max_states``.
+
+    Per DFA state: the epsilon closures its edges lead to are computed first (``_closure``, which
+    may grow their store), then room is reserved for everything its row can add, then the row is
+    swept (``_subset_row``) by code that never grows an array: numba compiles that far better (the
+    same loop growing its arrays in place ran ~10x slower, as in the product kernel)."""
     n_nfa = keep.shape[0]
+    n_kept = 0
+    for x in range(n_nfa):
+        if keep[x]:
+            n_kept += 1
     # memoised epsilon closures (kept states only, sorted)
     clo_start = np.full(n_nfa, -1, dtype=np.int64)
     clo_len = np.zeros(n_nfa, dtype=np.int64)
@@ -305,11 +313,9 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     stamp = np.zeros(n_nfa, dtype=np.int64)  # closure search marks
     cur_stamp = 0
     ustamp = np.zeros(n_nfa, dtype=np.int64)  # marks of the subset being built
-    cur_ustamp = 0
     stack = np.empty(n_nfa + 1, dtype=np.int32)
     ubuf = np.empty(n_nfa + 1, dtype=np.int32)
     buf = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int32)
-    prev_found = -1  # target of the previous class (classes between changes share it)
     # the sweep over one DFA state's member edges: sorted by low class, and the live ones
     m_edges = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)
     live = np.empty(max(16, e_dst.shape[0] + 1), dtype=np.int64)
@@ -323,155 +329,172 @@ def _subset_construction(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, keep, start
     t_src = np.empty(256, dtype=np.int32)
     t_cls = np.empty(256, dtype=np.int32)
     t_dst = np.empty(256, dtype=np.int32)
-    n_t = 0
-    n = 0
-    q = 0
     # seed: the start state's closure is state 0
-    seeds = np.empty(1, dtype=np.int32)
-    seeds[0] = start
-    first = True
-    while first or q < n:
-        if first:
-            members_lo = 0
-            members_hi = 0
-        else:
-            members_lo = set_ptr[q]
-            members_hi = set_ptr[q + 1]
-        n_me = 0
-        if not first:  # member edges, sorted by low class: a sweep over classes keeps the live ones
-            for j in range(members_lo, members_hi):
-                x = sets[j]
-                for k in range(e_ptr[x], e_ptr[x + 1]):
-                    m_edges[n_me] = k
-                    n_me += 1
-            for j in range(1, n_me):  # insertion sort: a state has few member edges
-                k = m_edges[j]
-                i = j - 1
-                while i >= 0 and e_lo[m_edges[i]] > e_lo[k]:
-                    m_edges[i + 1] = m_edges[i]
-                    i -= 1
-                m_edges[i + 1] = k
-        n_live = 0
-        nxt = 0  # next member edge (in low-class order) to become live
-        for c in range(1 if first else n_classes):
-            if not first:
-                changed = c == 0
-                w = 0
-                for j in range(n_live):  # drop edges that ended before c
-                    k = live[j]
-                    if e_hi[k] > c:
-                        live[w] = k
-                        w += 1
-                    else:
-                        changed = True
-                n_live = w
-                while nxt < n_me and e_lo[m_edges[nxt]] <= c:
-                    live[n_live] = m_edges[nxt]
-                    n_live += 1
-                    nxt += 1
-                    changed = True
-                if not changed:  # same live edges as class c - 1: same target
-                    if prev_found >= 0:
-                        if n_t >= t_src.shape[0]:  # (an inline check: a call per transition costs more than the rest)
-                            t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
-                        t_src[n_t] = q
-                        t_cls[n_t] = c
-                        t_dst[n_t] = prev_found
-                        n_t += 1
-                    continue
-                if n_live == 0 and nxt >= n_me:  # no edge reaches the remaining classes
-                    break
-            cur_ustamp += 1
-            m = 0
-            if first:
-                targets_src = seeds
-                n_src = 1
+    clo, n_clo, cur_stamp = _closure(start, eps_ptr, eps_dst, keep, clo_start, clo_len, clo, n_clo, stamp, cur_stamp,
+                                     stack)
+    m = clo_len[start]
+    if m == 0:
+        return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], 0
+    ubuf[:m] = clo[clo_start[start]: clo_start[start] + m]
+    set_ptr, sets, hashes, slots = reserve_vectors(set_ptr, sets, hashes, slots, 0, 1, m)
+    found, new = find_or_put(ubuf, m, set_ptr, sets, hashes, slots, 0, max_states)
+    if found < 0:
+        return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
+    for k in range(m):
+        if ubuf[k] == final:
+            acc[0] = True
+    n = 1
+    n_t = 0
+    cur_ustamp = 0
+    q = 0
+    while q < n:
+        for j in range(set_ptr[q], set_ptr[q + 1]):  # the closures this row can need
+            x = sets[j]
+            for k in range(e_ptr[x], e_ptr[x + 1]):
+                y = e_dst[k]
+                if clo_start[y] < 0:
+                    clo, n_clo, cur_stamp = _closure(y, eps_ptr, eps_dst, keep, clo_start, clo_len, clo, n_clo, stamp,
+                                                     cur_stamp, stack)
+        if n_t + n_classes > t_src.shape[0]:
+            t_src, t_cls, t_dst = grown(t_src, n_t + n_classes), grown(t_cls, n_t + n_classes), grown(t_dst, n_t + n_classes)
+        acc = grown(acc, n + n_classes)
+        set_ptr, sets, hashes, slots = reserve_vectors(set_ptr, sets, hashes, slots, n, n_classes, n_classes * n_kept)
+        n, n_t, cur_ustamp = _subset_row(q, n, n_t, cur_ustamp, e_ptr, e_lo, e_hi, e_dst, final, n_classes, max_states,
+                                         clo_start, clo_len, clo, ustamp, ubuf, buf, m_edges, live, single,
+                                         set_ptr, sets, hashes, slots, acc, t_src, t_cls, t_dst)
+        if n < 0:
+            return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
+        q += 1
+    return t_src[:n_t], t_cls[:n_t], t_dst[:n_t], acc[:n], n
+
+
+@numba.njit(cache=True)
+def _closure(y, eps_ptr, eps_dst, keep, clo_start, clo_len, clo, n_clo, stamp, cur_stamp, stack):  # pragma: no cover
+    """Store the epsilon closure of NFA state ``y`` (its kept states, sorted) at the end of
+    ``clo`` (grown as needed); returns (clo, n_clo, cur_stamp)."""
+    cur_stamp += 1
+    top = 0
+    stack[top] = y
+    top += 1
+    stamp[y] = cur_stamp
+    got = 0
+    lo = n_clo
+    while top > 0:
+        top -= 1
+        z = stack[top]
+        if keep[z]:
+            if n_clo + got >= clo.shape[0]:
+                c2 = np.empty(2 * clo.shape[0], dtype=np.int32)
+                c2[: n_clo + got] = clo[: n_clo + got]
+                clo = c2
+            clo[lo + got] = z
+            got += 1
+        for k in range(eps_ptr[z], eps_ptr[z + 1]):
+            w = eps_dst[k]
+            if stamp[w] != cur_stamp:
+                stamp[w] = cur_stamp
+                stack[top] = w
+                top += 1
+    clo[lo: lo + got] = np.sort(clo[lo: lo + got])
+    clo_start[y] = lo
+    clo_len[y] = got
+    return clo, n_clo + got, cur_stamp
+
+
+@numba.njit(cache=True)
+def _subset_row(q, n, n_t, cur_ustamp, e_ptr, e_lo, e_hi, e_dst, final, n_classes, max_states, clo_start, clo_len,
+                clo, ustamp, ubuf, buf, m_edges, live, single, set_ptr, sets, hashes, slots, acc, t_src, t_cls,
+                t_dst):  # pragma: no cover - numba
+    """The row of DFA state ``q`` (closures computed and room reserved by the caller); returns
+    (n, n_t, cur_ustamp), n = -1 past ``max_states``. (The transition append is written out on
+    each path on purpose: folding the paths into one append made numba's code 3x slower,
+    measured 2026-11-30.)"""
+    n_me = 0  # member edges, sorted by low class: a sweep over classes keeps the live ones
+    for j in range(set_ptr[q], set_ptr[q + 1]):
+        x = sets[j]
+        for k in range(e_ptr[x], e_ptr[x + 1]):
+            m_edges[n_me] = k
+            n_me += 1
+    for j in range(1, n_me):  # insertion sort: a state has few member edges
+        k = m_edges[j]
+        i = j - 1
+        while i >= 0 and e_lo[m_edges[i]] > e_lo[k]:
+            m_edges[i + 1] = m_edges[i]
+            i -= 1
+        m_edges[i + 1] = k
+    n_live = 0
+    nxt = 0  # next member edge (in low-class order) to become live
+    prev_found = -1  # target of the previous class (classes between changes share it)
+    for c in range(n_classes):
+        changed = c == 0
+        w = 0
+        for j in range(n_live):  # drop edges that ended before c
+            k = live[j]
+            if e_hi[k] > c:
+                live[w] = k
+                w += 1
             else:
-                for j in range(n_live):
-                    buf[j] = e_dst[live[j]]
-                n_src = n_live
-                prev_found = -1
-                targets_src = buf
-                if n_src == 1 and single[buf[0]] != -1:  # one live edge: its target's subset is known
-                    if single[buf[0]] >= 0:
-                        prev_found = single[buf[0]]
-                        if n_t >= t_src.shape[0]:
-                            t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
-                        t_src[n_t] = q
-                        t_cls[n_t] = c
-                        t_dst[n_t] = prev_found
-                        n_t += 1
-                    continue
-            for a in range(n_src):
-                y = targets_src[a]
-                if clo_start[y] < 0:  # compute the closure of y
-                    cur_stamp += 1
-                    top = 0
-                    stack[top] = y
-                    top += 1
-                    stamp[y] = cur_stamp
-                    got = 0
-                    lo = n_clo
-                    while top > 0:
-                        top -= 1
-                        z = stack[top]
-                        if keep[z]:
-                            if n_clo + got >= clo.shape[0]:
-                                c2 = np.empty(2 * clo.shape[0], dtype=np.int32)
-                                c2[: n_clo + got] = clo[: n_clo + got]
-                                clo = c2
-                            clo[lo + got] = z
-                            got += 1
-                        for k in range(eps_ptr[z], eps_ptr[z + 1]):
-                            w = eps_dst[k]
-                            if stamp[w] != cur_stamp:
-                                stamp[w] = cur_stamp
-                                stack[top] = w
-                                top += 1
-                    clo[lo: lo + got] = np.sort(clo[lo: lo + got])
-                    clo_start[y] = lo
-                    clo_len[y] = got
-                    n_clo += got
-                for k in range(clo_start[y], clo_start[y] + clo_len[y]):  # union into the subset
-                    z = clo[k]
-                    if ustamp[z] != cur_ustamp:
-                        ustamp[z] = cur_ustamp
-                        ubuf[m] = z
-                        m += 1
-            if m == 0:
-                if not first and n_src == 1:
-                    single[buf[0]] = -2  # its closure holds no kept state
-                continue
-            _sort_small(ubuf, m)
-            subset = ubuf
-            found, new, set_ptr, sets, hashes, slots = intern_vector(subset, m, set_ptr, sets, hashes, slots, n,
-                                                                     max_states)
-            if found < 0:
-                return t_src[:0], t_cls[:0], t_dst[:0], acc[:0], -1
-            if new:
-                acc = grown(acc, n + 1)
-                is_acc = False
-                for k in range(m):
-                    if subset[k] == final:
-                        is_acc = True
-                acc[n] = is_acc
-                found = n
-                n += 1
-            prev_found = found
-            if not first and n_src == 1:
-                single[buf[0]] = found
-            if not first:
-                if n_t >= t_src.shape[0]:
-                    t_src, t_cls, t_dst = grown(t_src, n_t + 1), grown(t_cls, n_t + 1), grown(t_dst, n_t + 1)
+                changed = True
+        n_live = w
+        while nxt < n_me and e_lo[m_edges[nxt]] <= c:
+            live[n_live] = m_edges[nxt]
+            n_live += 1
+            nxt += 1
+            changed = True
+        if not changed:  # same live edges as class c - 1: same target
+            if prev_found >= 0:
                 t_src[n_t] = q
                 t_cls[n_t] = c
-                t_dst[n_t] = found
+                t_dst[n_t] = prev_found
                 n_t += 1
-        if first:
-            first = False
-        else:
-            q += 1
-    return t_src[:n_t], t_cls[:n_t], t_dst[:n_t], acc[:n], n
+            continue
+        if n_live == 0 and nxt >= n_me:  # no edge reaches the remaining classes
+            break
+        cur_ustamp += 1
+        m = 0
+        for j in range(n_live):
+            buf[j] = e_dst[live[j]]
+        n_src = n_live
+        prev_found = -1
+        if n_src == 1 and single[buf[0]] != -1:  # one live edge: its target's subset is known
+            if single[buf[0]] >= 0:
+                prev_found = single[buf[0]]
+                t_src[n_t] = q
+                t_cls[n_t] = c
+                t_dst[n_t] = prev_found
+                n_t += 1
+            continue
+        for a in range(n_src):
+            y = buf[a]
+            for k in range(clo_start[y], clo_start[y] + clo_len[y]):  # union into the subset
+                z = clo[k]
+                if ustamp[z] != cur_ustamp:
+                    ustamp[z] = cur_ustamp
+                    ubuf[m] = z
+                    m += 1
+        if m == 0:
+            if n_src == 1:
+                single[buf[0]] = -2  # its closure holds no kept state
+            continue
+        _sort_small(ubuf, m)
+        found, new = find_or_put(ubuf, m, set_ptr, sets, hashes, slots, n, max_states)
+        if found < 0:
+            return -1, n_t, cur_ustamp
+        if new:
+            is_acc = False
+            for k in range(m):
+                if ubuf[k] == final:
+                    is_acc = True
+            acc[n] = is_acc
+            n += 1
+        prev_found = found
+        if n_src == 1:
+            single[buf[0]] = found
+        t_src[n_t] = q
+        t_cls[n_t] = c
+        t_dst[n_t] = found
+        n_t += 1
+    return n, n_t, cur_ustamp
 
 
 @numba.njit(cache=True)
