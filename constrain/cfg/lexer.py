@@ -17,7 +17,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain._intern import UNINDEXED, find_or_put, grown_rows, put_vector, reserve_vectors
+from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
@@ -225,6 +225,35 @@ def _accepts_and_loops(vec_ptr, vec, old_n, n, comp_acc, comp_term, rows, acc_pt
             loops[q, w] = bits
 
 
+@numba.njit(cache=True)
+def _append_component(table, accepting, local_class, t, cls_id, base, top, next_class, comp_flat, comp_row, comp_acc,
+                      comp_term, comp_class, comp_cls_id):  # pragma: no cover - numba
+    """Append terminal ``t``'s DFA (class table ``table``, its states numbered from ``base``, its
+    rows from ``top`` in ``comp_flat``) to the component arrays, grown as needed; its mask classes
+    are ``local_class`` numbered from ``next_class``. Returns the arrays and the next free class."""
+    n, width = table.shape
+    comp_flat = grown(comp_flat, top + n * width)
+    comp_row = grown(comp_row, base + n)
+    comp_acc = grown(comp_acc, base + n)
+    comp_term = grown(comp_term, base + n)
+    comp_class = grown(comp_class, base + n)
+    comp_cls_id = grown(comp_cls_id, base + n)
+    top_class = next_class - 1
+    for s in range(n):
+        row = top + width * s
+        comp_row[base + s] = row
+        comp_acc[base + s] = accepting[s]
+        comp_term[base + s] = t
+        comp_cls_id[base + s] = cls_id
+        for c in range(width):
+            x = table[s, c]
+            comp_flat[row + c] = x + base if x >= 0 else -1
+        k = local_class[s] + next_class
+        comp_class[base + s] = k
+        top_class = max(top_class, k)
+    return comp_flat, comp_row, comp_acc, comp_term, comp_class, comp_cls_id, top_class + 1
+
+
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
     """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
     if n <= a.shape[0]:
@@ -321,29 +350,21 @@ class LexerBlocks:
         except RegexError:  # a terminal with an empty language never matches
             self._term_start[t] = -1
             return -1
-        base = self._n_comp
-        n = dfa.num_states
         table = dfa.table if dfa.table is not None else dfa.trans
         classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
-        width = table.shape[1]
-        top = self._flat_n
-        self._comp_flat = _room(self._comp_flat, top + n * width, -1)
-        self._comp_flat[top: top + n * width] = np.where(table >= 0, table + base, -1).ravel()
-        self._flat_n = top + n * width
-        for name, fill in (("_comp_row", 0), ("_comp_acc", False), ("_comp_term", 0), ("_comp_class", 0)):
-            setattr(self, name, _room(getattr(self, name), base + n, fill))
-        self._comp_row[base: base + n] = top + width * np.arange(n, dtype=np.int64)
         key = classes.tobytes()
         cls_id = self._class_maps.get(key)
         if cls_id is None:
             cls_id = self._class_maps[key] = len(self._class_maps)
             self._add_class_map(cls_id, classes)
-        self._comp_cls_id = _room(self._comp_cls_id, base + n, 0)
-        self._comp_cls_id[base: base + n] = cls_id
-        self._comp_acc[base: base + n] = dfa.accepting
-        self._comp_term[base: base + n] = t
-        self._comp_class[base: base + n] = self._new_classes(_dfa_classes(dfa, self.token_depth))
-        self._n_comp = base + n
+        base, top = self._n_comp, self._flat_n
+        (self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
+         self._next_class) = _append_component(
+            np.ascontiguousarray(table, dtype=np.int32), dfa.accepting.astype(np.bool_, copy=False),
+            _dfa_classes(dfa, self.token_depth).astype(np.int64, copy=False), t, cls_id, base, top, self._next_class,
+            self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
+        self._n_comp = base + dfa.num_states
+        self._flat_n = top + table.shape[0] * table.shape[1]
         self._term_start[t] = base + dfa.start
         return base + dfa.start
 
@@ -358,11 +379,6 @@ class LexerBlocks:
         self._class_table[cls_id] = classes
         self._class_width[cls_id] = int(classes.max()) + 1
         self._class_cuts[cls_id, 1:] = classes[1:] != classes[:-1]
-
-    def _new_classes(self, local: np.ndarray) -> np.ndarray:
-        out = local.astype(np.int64) + self._next_class
-        self._next_class = int(out.max(initial=self._next_class - 1)) + 1
-        return out
 
     def _register(self, old_n: int) -> None:
         """Accepted terminals, loop bits and mask classes of the states ``_extend`` just added."""
@@ -391,9 +407,19 @@ class LexerBlocks:
         return out
 
     def _build(self, terminal_ids: list[int]) -> int:
+        comps_before = self._n_comp
         starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
         old_n = self._n
         self._single_of = _room(self._single_of, self._n_comp, -1)
+        # room for about as many states as the new terminals have, plus half again for the states
+        # several of them share, so the table is not copied at every doubling while the block grows
+        # (rows are reserved unwritten: a wrong guess costs little)
+        new_comps = self._n_comp - comps_before
+        if new_comps:
+            expect = new_comps + new_comps // 2 + 257
+            self._trans = grown_rows(self._trans, old_n + expect)
+            self._vec_ptr, self._vec, self._hashes, self._slots = reserve_vectors(
+                self._vec_ptr, self._vec, self._hashes, self._slots, old_n, expect, 2 * expect)
         rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
                                                   self._class_cuts, self._class_width, starts, self._trans,
                                                   self._vec_ptr, self._vec, self._hashes, self._slots, old_n,
