@@ -358,13 +358,12 @@ class LexerBlocks:
     def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
         doubling, so a new map costs one row, not a restack)."""
-        if cls_id >= self._class_table.shape[0]:
-            rows = 2 * self._class_table.shape[0]
-            self._class_table = np.concatenate([self._class_table, np.zeros_like(self._class_table)])[:rows]
-            self._class_cuts = np.concatenate([self._class_cuts, np.ones_like(self._class_cuts)])[:rows]
-            self._class_width = _room(self._class_width, rows, 0)
+        self._class_table = grown_rows(self._class_table, cls_id + 1)
+        self._class_cuts = grown_rows(self._class_cuts, cls_id + 1)
+        self._class_width = _room(self._class_width, cls_id + 1, 0)
         self._class_table[cls_id] = classes
         self._class_width[cls_id] = int(classes.max()) + 1
+        self._class_cuts[cls_id, 0] = True
         self._class_cuts[cls_id, 1:] = classes[1:] != classes[:-1]
 
     def _register(self, old_n: int) -> None:

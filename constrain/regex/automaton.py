@@ -383,10 +383,7 @@ def _closure(y, eps_ptr, eps_dst, keep, clo_start, clo_len, clo, n_clo, stamp, c
         top -= 1
         z = stack[top]
         if keep[z]:
-            if n_clo + got >= clo.shape[0]:
-                c2 = np.empty(2 * clo.shape[0], dtype=np.int32)
-                c2[: n_clo + got] = clo[: n_clo + got]
-                clo = c2
+            clo = grown(clo, n_clo + got + 1)
             clo[lo + got] = z
             got += 1
         for k in range(eps_ptr[z], eps_ptr[z + 1]):

@@ -13,7 +13,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
-from constrain._intern import reverse_reach
+from constrain._intern import grown, grown_rows, reverse_reach
 from constrain.regex import automaton
 from constrain.regex.automaton import DFA, MAX_DFA_STATES, build_dfa
 from constrain.errors import RegexError
@@ -109,20 +109,7 @@ def _product_kernel(ta, tb, acc_a, acc_b, difference, max_states, dense_cells): 
     while i < n:
         hi = min(n, i + 64)
         need = n + (hi - i) * n_cls
-        if need > pa.shape[0]:
-            cap = max(2 * pa.shape[0], need)
-            pa2 = np.empty(cap, dtype=np.int32)
-            pa2[:n] = pa[:n]
-            pa = pa2
-            pb2 = np.empty(cap, dtype=np.int32)
-            pb2[:n] = pb[:n]
-            pb = pb2
-            r2 = np.empty((cap, n_cls), dtype=np.int32)
-            r2[:n] = rows[:n]
-            rows = r2
-            a2 = np.zeros(cap, dtype=np.bool_)
-            a2[:n] = acc[:n]
-            acc = a2
+        pa, pb, acc, rows = grown(pa, need), grown(pb, need), grown(acc, need), grown_rows(rows, need)
         if not dense and 2 * need > h_keys.shape[0]:  # grow and rehash
             size = h_keys.shape[0]
             while 2 * need > size:
