@@ -17,7 +17,8 @@ def warmup() -> float:
     from tokenizer_index import TokenizerIndex
 
     t0 = time.perf_counter()
-    tiny = TokenizerIndex.from_token_bytes([b"a", b"b", b"ab", b"+", None], eos_token_ids=[4])
+    # (b"a+b" crosses terminal boundaries: the walks from boundary roots, ``_walk_subtrees``)
+    tiny = TokenizerIndex.from_token_bytes([b"a", b"b", b"ab", b"+", b"a+b", None], eos_token_ids=[5])
     # a regex past the equivalence threshold: subset construction, Moore rounds, the trie walk
     compile_grammar(Grammar.from_regex("[ab]{0,600}"), tiny, cache=False).matcher().allowed_token_ids()
     # a chain of small pieces: glued DFAs (``automaton._concatenation``) instead of one NFA

@@ -27,7 +27,7 @@ import numpy as np
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
-from constrain.cfg.lexer import LexerBlocks
+from constrain.cfg.lexer import FULL, NEED_ROOM, READY, LexerBlocks, ensure_expanded
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
@@ -37,13 +37,15 @@ from tokenizer_index.trie import subtree_bytes, trie_nodes
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
+NEED_LEXER_ROOM = -6  # walk status: expanding a lexer state needs a bigger store
+LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 _NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, sub_start, ordered,
+def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
     """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
@@ -54,6 +56,11 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, s
     every byte in it (``loops`` vs ``sub_bytes``: an identifier followed by letters): that one
     configuration keeps each of its tokens alive. Its tokens are a run in byte order, set in
     ``ordered`` (mapped to ids by ``_ordered_to_words`` when the walk is done)."""
+    trans = lx[10]
+    expanded = lx[11]
+    loops = lx[12]
+    acc_ptr = lx[13]
+    acc_terms = lx[14]
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
@@ -65,6 +72,16 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, s
     last = pos[2]
     while i < n:
         d = depth[i]
+        for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
+            g = cfg_g[d, k]
+            if not expanded[g]:
+                status = ensure_expanded(lx, g)
+                if status != READY:
+                    need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
+                    pos[0] = i
+                    pos[1] = count
+                    pos[2] = last
+                    return 1
         whole = False
         for k in range(cnt[d]):
             g = cfg_g[d, k]
@@ -163,7 +180,7 @@ def _walk_cfg(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, s
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(trans, acc_ptr, loops, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
+def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
                 out_words, ev_node, ev_state):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted).
@@ -173,7 +190,14 @@ def _walk_lexer(trans, acc_ptr, loops, start, byte, depth, skip, token, sub_byte
     stepping: its tokens are one contiguous run in byte order
     (``trie_ids[sub_start[i]:sub_start[skip[i]]]``), set as a bit range in a byte-order bitmap and
     mapped to token ids once at the end. Events inside it are not listed: every token a boundary
-    there could allow lies in the subtree, allowed already."""
+    there could allow lies in the subtree, allowed already.
+
+    Returns the number of events, or minus an ``ensure_expanded`` status (the caller serves it
+    and walks again: the states expanded so far stay)."""
+    trans = lx[10]
+    expanded = lx[11]
+    loops = lx[12]
+    acc_ptr = lx[13]
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
@@ -184,6 +208,10 @@ def _walk_lexer(trans, acc_ptr, loops, start, byte, depth, skip, token, sub_byte
     while i < n:
         d = depth[i]
         g = stack[d]
+        if not expanded[g]:
+            status = ensure_expanded(lx, g)
+            if status != READY:
+                return -status
         if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
                 and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
             a = sub_start[i]
@@ -200,7 +228,7 @@ def _walk_lexer(trans, acc_ptr, loops, start, byte, depth, skip, token, sub_byte
             any_run = True
             i = skip[i]
             continue
-        g = trans[stack[d], byte[i]]
+        g = trans[g, byte[i]]
         if g < 0:
             i = skip[i]
             continue
@@ -271,7 +299,7 @@ def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip,
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_bytes, sub_start, ordered,
+def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                    roots, root_c, root_g, byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words,
                    need):  # pragma: no cover
     """The context-dependent part of a mask: walk the subtree of every root node from the one
@@ -281,6 +309,11 @@ def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_byt
     (The loop body repeats ``_walk_cfg``'s on purpose: numba optimises one body far better than
     the same logic split into helper functions; measured again 2026-11-30, moving the
     next-context block into an ``inline="always"`` helper made the sql_select masks 25x slower.)"""
+    trans = lx[10]
+    expanded = lx[11]
+    loops = lx[12]
+    acc_ptr = lx[13]
+    acc_terms = lx[14]
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
@@ -299,6 +332,15 @@ def _walk_subtrees(trans, acc_ptr, acc_terms, is_ignore, G, S, X, loops, sub_byt
         end = skip[root]
         while i < end:
             d = depth[i]
+            for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
+                g = cfg_g[d, k]
+                if not expanded[g]:
+                    status = ensure_expanded(lx, g)
+                    if status != READY:
+                        need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
+                        pos[0] = r
+                        pos[1] = i
+                        return 1
             whole = False
             for k in range(cnt[d]):
                 g = cfg_g[d, k]
@@ -449,6 +491,10 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._start(int(need[1]))
         elif kind == TOO_AMBIGUOUS:
             self.parser.check(TOO_AMBIGUOUS)
+        elif kind == NEED_LEXER_ROOM:
+            self.lexers.serve(NEED_ROOM)
+        elif kind == LEXER_FULL:
+            self.lexers.serve(FULL)
         else:  # pragma: no cover - a walk bug, not a user error
             raise AssertionError(f"unexpected walk request {kind}")
 
@@ -474,11 +520,11 @@ class CFGCompiledGrammar(CompiledGrammar):
         start = self._start
         terminals = self.parser.terminals
         cur = self._configs[config_id]
+        step = lexers.step
         for b in data:
-            rows = lexers.trans  # re-read: stepping may build new lexer blocks
             nxt = set()
             for c, g in cur:
-                g2 = int(rows[g, b])
+                g2 = step(g, b)
                 if g2 < 0:
                     continue
                 nxt.add((c, g2))
@@ -524,7 +570,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             return self._finished_mask()
         with self._lock:
             classes = self.lexers.mask_class
-            key = frozenset((c, classes[g]) for c, g in self._configs[config_id])
+            key = frozenset((c, int(classes[g])) for c, g in self._configs[config_id])
             entry = self._class_masks.get(key)
             if entry is not None:
                 self._masks[config_id] = entry
@@ -555,22 +601,22 @@ class CFGCompiledGrammar(CompiledGrammar):
         trie = self.index.trie
         nodes = trie_nodes(trie)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
-        classes = self.lexers.mask_class
         dense = []
         for c, g in configs:
             inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
             words |= inside
             if len(ev_node) == 0:
                 continue
-            key = (c, classes[g])
+            cls = int(self.lexers.mask_class[g])
+            key = (c, cls)
             part = self._boundary_parts.get(key)
             if part is None:
                 # a state class whose boundaries were everywhere in one context is taken to be so in
                 # every context (the combined walk is exact either way; this only skips the count)
-                plan = None if classes[g] in self._dense else self._boundary_roots(c, classes[g], ev_node, ev_state,
+                plan = None if cls in self._dense else self._boundary_roots(c, cls, ev_node, ev_state,
                                                                                     ev_terms, nodes)
                 if plan is None:
-                    self._dense.add(classes[g])
+                    self._dense.add(cls)
                     dense.append((c, g))
                     continue
                 part = self._walk_roots(*plan, nodes, trie)
@@ -622,13 +668,13 @@ class CFGCompiledGrammar(CompiledGrammar):
         None when there are more than ``limit`` (fixed per state class), found without listing them all."""
         first = self._first_bytes.get(s2)
         if first is None:
-            row = self.lexers.trans[s2] >= 0
+            row = self.lexers.row(s2) >= 0
             fid = self._first_ids.setdefault(row.tobytes(), len(self._first_ids))
             first = self._first_bytes[s2] = (fid, row)
         key = (cls, t, first[0])
         if key in self._candidate_cache:
             return self._candidate_cache[key]
-        _, acc_ptr, acc_terms = self.lexers.arrays()
+        acc_ptr, acc_terms = self.lexers.arrays()
         out = np.empty(min(len(nodes.byte), limit), dtype=np.int32)
         n = _event_children(ev_node, ev_state, acc_ptr, acc_terms, np.int32(t), first[1], nodes.byte, nodes.skip, out,
                             np.int64(limit))
@@ -647,11 +693,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
         sub_bytes = subtree_bytes(nodes)
         while True:
-            trans, acc_ptr, acc_terms = self.lexers.arrays()
             p = self.parser
-            status = _walk_subtrees(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, self.lexers.loops,
-                                    sub_bytes, nodes.token_start, ordered, roots, root_c, root_g,
-                                    nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
+            status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
+                                    ordered, roots, root_c, root_g, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
                 _ordered_to_words(ordered, trie.ids, words)
                 return words
@@ -674,10 +718,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
         sub_bytes = subtree_bytes(nodes)
         while True:
-            trans, acc_ptr, acc_terms = self.lexers.arrays()
             p = self.parser
-            status = _walk_cfg(trans, acc_ptr, acc_terms, self._is_ignore, p.G, p.S, p.X, self.lexers.loops,
-                               sub_bytes, nodes.token_start, ordered,
+            status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
                 _ordered_to_words(ordered, trie.ids, words)
@@ -690,21 +732,25 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _lexer_part(self, g: int):
         """(tokens staying inside the lexer from ``g``, event nodes, event states, terminals ending at
         some event), per state class."""
-        cls = self.lexers.mask_class[g]
+        cls = int(self.lexers.mask_class[g])
         hit = self._lexer_parts.get(cls)
         if hit is not None:
             return hit
         trie = self.index.trie
         nodes = trie_nodes(trie)
-        trans, acc_ptr, _ = self.lexers.arrays()
         inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ev_node = np.empty(len(nodes.byte), dtype=np.int32)
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
-        n_ev = _walk_lexer(trans, acc_ptr, self.lexers.loops, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                           subtree_bytes(nodes), nodes.token_start, trie.ids, trie.max_len, inside,
-                           ev_node, ev_state)
+        while True:
+            n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
+                               subtree_bytes(nodes), nodes.token_start, trie.ids, trie.max_len, inside,
+                               ev_node, ev_state)
+            if n_ev >= 0:
+                break
+            self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)
+            inside[:] = 0
         ev_state = ev_state[:n_ev].copy()
-        _, acc_ptr, acc_terms = self.lexers.arrays()
+        acc_ptr, acc_terms = self.lexers.arrays()
         ev_terms = _ended_terminals(ev_state, acc_ptr, acc_terms, max(self.n_terminals, 1)).tolist()
         hit = (inside, ev_node[:n_ev].copy(), ev_state, ev_terms)
         self._lexer_parts[cls] = hit

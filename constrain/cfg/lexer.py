@@ -3,8 +3,10 @@
 Each terminal is compiled once to its minimal, trimmed byte DFA (``regex.automaton.build_dfa``).
 A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
 vector of the components still alive (one per terminal), labelled by the terminals whose
-component accepts. The product is built in numba over the block's byte classes. Since every
-component can still reach acceptance, every product state can, so no trimming is needed.
+component accepts. The product is built in numba, lazily: a state gets its row only when a walk
+first reaches it (``ensure_expanded``), so a block of many terminals costs what its tokens touch,
+not its whole product. Since every component can still reach acceptance, every product state can,
+so no trimming is needed.
 
 Blocks are built on first use and appended to one transition table, so the numba walk needs a
 single array. A block's start state has no incoming transitions (a revisit of the start vector
@@ -24,45 +26,133 @@ from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
 
 
-@numba.njit(cache=True)
-def _extend(comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, starts, rows, vec_ptr, vec, hashes, slots, n,
-            max_states, single_of):  # pragma: no cover
-    """Add one block: a fresh start state for the component vector ``starts``, then every state
-    reachable from it that is not in the store yet. States are interned by their vector of live
-    components (``constrain._intern``), so blocks share every state but their starts: a start is
-    stored unindexed, so a revisit of its vector is an ordinary state, which keeps "at a start
-    state" meaning "between terminals". Arrays grow here and come back; ``n`` = -1 past
-    ``max_states``.
+# slots of the counters ``ctr`` that Python and the numba expansion share
+N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS = range(6)
+READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
+_ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 
-    States are expanded one at a time (``_expand_state``) after reserving room for every state
-    one row can add (256 vectors, none longer than ``starts``): the expansion itself then never
-    grows an array, which keeps numba's code for it fast (growing inside the loop cost 3-10x).
-    The room is reserved, not written (``grown_rows``). (Expanding 16 states per call instead
-    measured no faster, 2026-12-01.)"""
-    k = max(starts.shape[0], 1)
-    scratch = np.empty(k, dtype=np.int32)
-    prev = np.empty(max(k, 256), dtype=np.int32)  # also a one-component row's targets per class
-    cut = np.empty(256, dtype=np.bool_)
-    vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 1, k)
+
+@numba.njit(cache=True)
+def has_room(lx):  # pragma: no cover - numba
+    """Whether the store (``LexerBlocks.lx``) can take one more expansion: 256 new states of at
+    most ``LONGEST`` components each, without growing an array."""
+    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+     trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+    n = ctr[N_STATES]
+    cv_n = ctr[N_CLASS_VECTORS]
+    k = ctr[LONGEST]
+    top = n + _ROOM_STATES
+    cv_top = cv_n + _ROOM_STATES
+    return (top <= trans.shape[0] and top <= expanded.shape[0] and top <= loops.shape[0]
+            and top <= mask_class.shape[0] and top < acc_ptr.shape[0] and top <= hashes.shape[0]
+            and 2 * top <= slots.shape[0] and vec_ptr[n] + _ROOM_STATES * k <= vec.shape[0]
+            and acc_ptr[n] + _ROOM_STATES * k <= acc_terms.shape[0] and cv_top <= cv_hashes.shape[0]
+            and 2 * cv_top <= cv_slots.shape[0] and cv_top <= cv_class.shape[0]
+            and cv_ptr[cv_n] + _ROOM_STATES * k <= cv_vec.shape[0] and scratch.shape[0] >= k
+            and prev.shape[0] >= k)
+
+
+@numba.njit(cache=True)
+def ensure_expanded(lx, q):  # pragma: no cover - numba
+    """Give state ``q`` its row (interning the states it reaches, each with its accepted terminals
+    and mask class) and its loop bits, unless it has them. Returns READY, NEED_ROOM (Python grows
+    the store, ``LexerBlocks.make_room``, and calls again) or FULL (past ``MAX_STATES``).
+
+    This is what makes the lexer lazy: the walks call it where they reach a state first, so
+    only states some token prefix reaches are ever expanded (a block of 145 JSON keys has ~22k
+    product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
+    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+     trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+    if expanded[q]:
+        return READY
+    if not has_room(lx):
+        return NEED_ROOM
+    n = ctr[N_STATES]
+    n2 = _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, trans, vec_ptr, vec,
+                       hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut)
+    if n2 < 0:
+        return FULL
+    for s in range(n, n2):
+        _describe_state(s, False, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
+                        expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
+    ctr[N_STATES] = n2
+    for w in range(4):
+        bits = np.uint64(0)
+        if ctr[LOOP_BITS]:
+            for b in range(64):
+                if trans[q, w * 64 + b] == q:
+                    bits |= np.uint64(1) << np.uint64(b)
+        loops[q, w] = bits
+    expanded[q] = True
+    return READY
+
+
+@numba.njit(cache=True)
+def add_start(lx, starts):  # pragma: no cover - numba
+    """Store a block's start state (component vector ``starts``; unindexed, so a later visit of the
+    same vector is an ordinary state) with a mask class of its own, unexpanded; room reserved by
+    the caller. Returns its id."""
+    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+     trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+    n = ctr[N_STATES]
     put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, n)
-    q = n
-    n += 1
-    while q < n:
-        rows = grown_rows(rows, n + 257)
-        vec_ptr, vec, hashes, slots = reserve_vectors(vec_ptr, vec, hashes, slots, n, 257, 257 * k)
-        n = _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr, vec,
-                          hashes, slots, n, max_states, single_of, scratch, prev, cut)
-        if n < 0:
-            return rows, vec_ptr, vec, hashes, slots, -1
-        q += 1
-    return rows, vec_ptr, vec, hashes, slots, n
+    _describe_state(n, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class, expanded,
+                    cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
+    ctr[N_STATES] = n + 1
+    return n
+
+
+@numba.njit(cache=True)
+def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
+                    expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch):  # pragma: no cover
+    """A new state's accepted terminals (ascending, appended after ``acc_ptr[s]``) and mask class:
+    a class of its own for a block start, its component's class for one live component, else the
+    class of its vector of component classes, interned (``cv_*``) so equal vectors share a class
+    across blocks."""
+    lo = vec_ptr[s]
+    hi = vec_ptr[s + 1]
+    top = acc_ptr[s]
+    first = top
+    for j in range(lo, hi):
+        g = vec[j]
+        if comp_acc[g]:
+            t = comp_term[g]
+            k = top  # insertion keeps the list ascending (a state has few accepting components)
+            while k > first and acc_terms[k - 1] > t:
+                acc_terms[k] = acc_terms[k - 1]
+                k -= 1
+            acc_terms[k] = t
+            top += 1
+    acc_ptr[s + 1] = top
+    expanded[s] = False
+    if fresh_class:
+        mask_class[s] = ctr[NEXT_CLASS]
+        ctr[NEXT_CLASS] += 1
+        return
+    m = hi - lo
+    if m == 1:
+        mask_class[s] = comp_class[vec[lo]]
+        return
+    for j in range(m):
+        scratch[j] = comp_class[vec[lo + j]]
+    cv_n = ctr[N_CLASS_VECTORS]
+    found, new = find_or_put(scratch, m, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_n + 1)
+    if new:
+        ctr[N_CLASS_VECTORS] = cv_n + 1
+        cv_class[found] = ctr[NEXT_CLASS]
+        ctr[NEXT_CLASS] += 1
+    mask_class[s] = cv_class[found]
 
 
 @numba.njit(cache=True)
 def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr, vec, hashes,
                   slots, n, max_states, single_of, scratch, prev, cut):  # pragma: no cover
     """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
-    (-1 past ``max_states``). The store has room for 256 more states a row (``_extend``).
+    (-1 past ``max_states``). The caller (``ensure_expanded``) has checked that the store has room
+    for the 256 states a row can add (``has_room``).
 
     One-component vectors (deep inside one terminal, where most states are) are never hashed:
     ``single_of[g]`` is the state of the vector ``[g]``, and such a state's row is its terminal
@@ -148,71 +238,6 @@ def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_o
 
 
 @numba.njit(cache=True)
-def _vector_classes(vec_ptr, vec, old_n, n_all, comp_class, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_class,
-                    next_class):  # pragma: no cover - numba
-    """Mask class of each new product state ``old_n..n_all-1``: the block's start gets a fresh
-    class; a one-component state its component's class; a several-component state the class of
-    its vector of component classes, interned (``cv_*``) so that equal vectors share a class
-    across blocks. Returns (classes, the grown store, its size, the next unused class)."""
-    n = n_all - old_n
-    out = np.empty(n, dtype=np.int64)
-    out[0] = next_class
-    next_class += 1
-    longest = 1
-    for q in range(1, n):
-        longest = max(longest, vec_ptr[old_n + q + 1] - vec_ptr[old_n + q])
-    # room for every new vector first: a loop that grows the store compiles to much slower code
-    cv_ptr, cv_vec, cv_hashes, cv_slots = reserve_vectors(cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, n,
-                                                          vec_ptr[n_all] - vec_ptr[old_n])
-    if cv_n + n > cv_class.shape[0]:
-        grown = np.empty(2 * (cv_n + n), dtype=np.int64)
-        grown[:cv_n] = cv_class[:cv_n]
-        cv_class = grown
-    key = np.empty(longest, dtype=np.int32)
-    for q in range(1, n):
-        lo = vec_ptr[old_n + q]
-        m = vec_ptr[old_n + q + 1] - lo
-        if m == 1:
-            out[q] = comp_class[vec[lo]]
-            continue
-        for j in range(m):
-            key[j] = comp_class[vec[lo + j]]
-        found, new = find_or_put(key, m, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_n + 1)
-        if new:
-            cv_n += 1
-            cv_class[found] = next_class
-            next_class += 1
-        out[q] = cv_class[found]
-    return out, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_n, cv_class, next_class
-
-
-@numba.njit(cache=True)
-def _accepts_and_loops(vec_ptr, vec, old_n, n, comp_acc, comp_term, rows, acc_ptr, acc_terms, loops):  # pragma: no cover
-    """For the new states ``old_n..n-1``: the terminals that may end there (ascending, appended to
-    ``acc_terms`` after ``acc_ptr[old_n]``) and the bytes on which each steps to itself."""
-    top = acc_ptr[old_n]
-    for q in range(old_n, n):
-        first = top
-        for j in range(vec_ptr[q], vec_ptr[q + 1]):
-            g = vec[j]
-            if comp_acc[g]:
-                t = comp_term[g]
-                k = top  # insertion keeps the list ascending (a state has few live components)
-                while k > first and acc_terms[k - 1] > t:
-                    acc_terms[k] = acc_terms[k - 1]
-                    k -= 1
-                acc_terms[k] = t
-                top += 1
-        acc_ptr[q + 1] = top
-        for w in range(4):
-            bits = np.uint64(0)
-            for b in range(64):
-                if rows[q, w * 64 + b] == q:
-                    bits |= np.uint64(1) << np.uint64(b)
-            loops[q, w] = bits
-
-
-@numba.njit(cache=True)
 def _append_component(table, accepting, local_class, t, cls_id, base, top, next_class, comp_flat, comp_row, comp_acc,
                       comp_term, comp_class, comp_cls_id):  # pragma: no cover - numba
     """Append terminal ``t``'s DFA (class table ``table``, its states numbered from ``base``, its
@@ -251,26 +276,45 @@ def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
 
 
 class LexerBlocks:
+    """Every lexer block in one lazily expanded product automaton (see the module docstring).
+
+    States are created when a row that reaches them is computed, and get a row of their own only
+    when a walk or a step first reads them (``ensure_expanded``). The numba side sees the whole
+    store as one tuple, ``lx``; Python grows its arrays (``make_room``) when an expansion reports
+    that it lacks room, and the walk resumes."""
+
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0) -> None:
         self.terminals = terminals
         self.token_depth = token_depth  # the longest token in bytes: states alike that far share masks
-        self.mask_class: list[int] = []  # global state -> class id (see regex/equivalence.py)
-        self._next_class = 0
         self.ignore = frozenset(ignore)
         self._accepted: dict[int, tuple[int, ...]] = {}  # global state -> terminals that may end there
         self._starts: dict[frozenset, int] = {}
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        # the state store: rows, each state's live components (ptr/flat), hashes and slots of the
-        # vector table (``constrain._intern``; start states are stored unindexed)
-        self._trans = np.full((64, 256), -1, dtype=np.int32)
-        self._vec_ptr = np.zeros(65, dtype=np.int64)
-        self._vec = np.zeros(256, dtype=np.int32)
-        self._hashes = np.zeros(64, dtype=np.int64)
-        self._slots = np.full(256, -1, dtype=np.int64)
-        self._n = 0
-        self._loops = np.zeros((64, 4), dtype=np.uint64)  # state -> bytes it loops on (bit b of word b >> 6)
-        self._acc_ptr = np.zeros(65, dtype=np.int32)  # state -> its accepted terminals in _acc_terms
-        self._acc_terms = np.zeros(64, dtype=np.int32)
+        self._lx: tuple | None = None
+        self._ctr = np.zeros(6, dtype=np.int64)  # N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, ...
+        self._ctr[LONGEST] = 1
+        self._ctr[MAX_STATES] = MAX_LEXER_STATES
+        self._ctr[LOOP_BITS] = 1
+        # the state store: rows (written when a state is expanded), whether each state is, its
+        # loop bits (the bytes it steps to itself on: bit b & 63 of word b >> 6), accepted
+        # terminals (ptr/flat), mask class, and its live components (ptr/flat, hashes and slots of
+        # the vector table, ``constrain._intern``; start states are stored unindexed)
+        self._trans = np.empty((0, 256), dtype=np.int32)
+        self._expanded = np.zeros(0, dtype=np.bool_)
+        self._loops = np.zeros((0, 4), dtype=np.uint64)
+        self._acc_ptr = np.zeros(1, dtype=np.int32)
+        self._acc_terms = np.zeros(0, dtype=np.int32)
+        self._mask_class = np.zeros(0, dtype=np.int64)  # state -> class id (see regex/equivalence.py)
+        self._vec_ptr = np.zeros(1, dtype=np.int64)
+        self._vec = np.zeros(0, dtype=np.int32)
+        self._hashes = np.zeros(0, dtype=np.int64)
+        self._slots = np.full(2, -1, dtype=np.int64)
+        # several live components -> mask class: their vectors of component classes, interned
+        self._cv = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64),
+                    np.full(2, -1, dtype=np.int64))
+        self._cv_class = np.zeros(0, dtype=np.int64)
+        self._scratch = np.empty(1, dtype=np.int32)
+        self._prev = np.empty(256, dtype=np.int32)  # expansion buffers (also a row's targets per class)
+        self._cut = np.empty(256, dtype=np.bool_)
         # every terminal's minimal DFA, concatenated on first use ("components")
         # component transitions in each terminal DFA's own byte classes: flat table, a row offset
         # and a byte -> class map per component (maps shared between terminals that agree)
@@ -287,12 +331,8 @@ class LexerBlocks:
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
-        # several live components -> mask class: their vectors of component classes, interned
-        self._cv = (np.zeros(65, dtype=np.int64), np.zeros(256, dtype=np.int32), np.zeros(64, dtype=np.int64),
-                    np.full(256, -1, dtype=np.int64))
-        self._cv_n = 0
-        self._cv_class = np.zeros(64, dtype=np.int64)
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
+        self.make_room()
 
     def start_for(self, allowed: frozenset[int]) -> int:
         key = frozenset(allowed) | self.ignore
@@ -309,22 +349,77 @@ class LexerBlocks:
         return hit
 
     @property
-    def trans(self) -> np.ndarray:
-        """int32 [G, 256] next global state (-1 dead)."""
-        return self._trans[: self._n]
+    def mask_class(self) -> np.ndarray:
+        """int64 [>= states]: each state's mask class (states of one class allow the same tokens)."""
+        return self._mask_class
 
     @property
-    def loops(self) -> np.ndarray:
-        """uint64 [G, 4]: the bytes on which each state steps to itself (bit ``b & 63`` of word
-        ``b >> 6``). A walk in a state that loops on every byte of a subtree keeps all its tokens."""
-        return self._loops[: self._n]
+    def lx(self) -> tuple:
+        """The store as the numba functions read it (``has_room``/``ensure_expanded`` unpack it);
+        rebuilt after any array is replaced."""
+        if self._lx is None:
+            self._lx = (self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table, self._class_cuts,
+                        self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
+                        self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
+                        self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
+                        self._scratch, self._prev, self._cut)
+        return self._lx
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(transitions [G, 256], accept pointers [G+1], accepted terminals) for the numba walk."""
-        if self._arrays is None:
-            self._arrays = (self._trans[: self._n], self._acc_ptr[: self._n + 1],
-                            self._acc_terms[: self._acc_ptr[self._n]])
-        return self._arrays
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(accept pointers, accepted terminals) for the numba helpers that read only those."""
+        return self._acc_ptr, self._acc_terms
+
+    def row(self, g: int) -> np.ndarray:
+        """int32 [256]: state ``g``'s next state per byte (-1 dead), expanded if it was not."""
+        if not self._expanded[g]:
+            self.expand(g)
+        return self._trans[g]
+
+    def step(self, g: int, b: int) -> int:
+        if not self._expanded[g]:
+            self.expand(g)
+        return int(self._trans[g, b])
+
+    def expand(self, g: int) -> None:
+        while True:
+            status = ensure_expanded(self.lx, g)
+            if status == READY:
+                return
+            self.serve(status)
+
+    def serve(self, status: int) -> None:
+        """Do what an expansion stopped for (NEED_ROOM: grow; FULL: a clear error)."""
+        if status == NEED_ROOM:
+            self.make_room()
+        else:
+            raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
+
+    def disable_loop_bits(self) -> None:
+        """Mark no state as looping (tests: every walk then steps through every node)."""
+        self._ctr[LOOP_BITS] = 0
+        self._loops[:] = 0
+
+    def make_room(self) -> None:
+        """Grow the store for several more expansions (doubling, so rare); arrays are reserved,
+        not written, where every item is written before it is read."""
+        c = self._ctr
+        n, cv_n, k = int(c[N_STATES]), int(c[N_CLASS_VECTORS]), int(c[LONGEST])
+        more = 4 * _ROOM_STATES
+        self._trans = grown_rows(self._trans, n + more)
+        self._loops = grown_rows(self._loops, n + more)
+        self._expanded = grown(self._expanded, n + more)
+        self._mask_class = grown(self._mask_class, n + more)
+        self._acc_ptr = grown(self._acc_ptr, n + more + 1)
+        self._acc_terms = grown(self._acc_terms, int(self._acc_ptr[n]) + more * k)
+        self._vec_ptr, self._vec, self._hashes, self._slots = reserve_vectors(
+            self._vec_ptr, self._vec, self._hashes, self._slots, n, more, more * k)
+        self._cv = reserve_vectors(*self._cv, cv_n, more, more * k)
+        self._cv_class = grown(self._cv_class, cv_n + more)
+        if self._scratch.shape[0] < k:
+            self._scratch = np.empty(2 * k, dtype=np.int32)
+        if self._prev.shape[0] < k:  # the previous byte's vector (at least 256: a row's targets per class)
+            self._prev = np.empty(2 * k, dtype=np.int32)
+        self._lx = None
 
     # ------------------------------------------------------------------ building
     def _component(self, t: int) -> int:
@@ -345,14 +440,17 @@ class LexerBlocks:
             cls_id = self._class_maps[key] = len(self._class_maps)
             self._add_class_map(cls_id, classes)
         base, top = self._n_comp, self._flat_n
+        c = self._ctr
         (self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
-         self._next_class) = _append_component(
+         next_class) = _append_component(
             np.ascontiguousarray(table, dtype=np.int32), dfa.accepting.astype(np.bool_, copy=False),
-            _dfa_classes(dfa, self.token_depth).astype(np.int64, copy=False), t, cls_id, base, top, self._next_class,
+            _dfa_classes(dfa, self.token_depth).astype(np.int64, copy=False), t, cls_id, base, top, int(c[NEXT_CLASS]),
             self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
+        c[NEXT_CLASS] = next_class
         self._n_comp = base + dfa.num_states
         self._flat_n = top + table.shape[0] * table.shape[1]
         self._term_start[t] = base + dfa.start
+        self._lx = None
         return base + dfa.start
 
     def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
@@ -365,56 +463,21 @@ class LexerBlocks:
         self._class_width[cls_id] = int(classes.max()) + 1
         self._class_cuts[cls_id, 0] = True
         self._class_cuts[cls_id, 1:] = classes[1:] != classes[:-1]
-
-    def _register(self, old_n: int) -> None:
-        """Accepted terminals, loop bits and mask classes of the states ``_extend`` just added."""
-        n = self._n
-        base = int(self._acc_ptr[old_n])
-        self._acc_ptr = _room(self._acc_ptr, n + 1, 0)
-        self._acc_terms = _room(self._acc_terms, base + int(self._vec_ptr[n] - self._vec_ptr[old_n]), 0)
-        if self._loops.shape[0] < n:
-            loops = np.zeros((max(n, 2 * self._loops.shape[0]), 4), dtype=np.uint64)
-            loops[: old_n] = self._loops[: old_n]
-            self._loops = loops
-        _accepts_and_loops(self._vec_ptr, self._vec, old_n, n, self._comp_acc, self._comp_term, self._trans,
-                           self._acc_ptr, self._acc_terms, self._loops)
-        self.mask_class.extend(self._state_classes(old_n, n).tolist())
-        self._arrays = None
-
-    def _state_classes(self, old_n: int, n_all: int) -> np.ndarray:
-        """Mask class per product state: the classes of its live components (states of one
-        terminal's DFA that agree on every string a token can spell, ``regex/equivalence.py``).
-        Equal component classes behave alike, so equal vectors share masks, across blocks too.
-        The start state (between terminals) always gets a class of its own."""
-        out, *cv, self._cv_n, self._cv_class, self._next_class = _vector_classes(
-            self._vec_ptr, self._vec, old_n, n_all, self._comp_class, *self._cv, self._cv_n, self._cv_class,
-            self._next_class)
-        self._cv = tuple(cv)
-        return out
+        self._lx = None
 
     def _build(self, terminal_ids: list[int]) -> int:
-        comps_before = self._n_comp
+        """A block's start state (unexpanded: its states are built as walks reach them)."""
         starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
-        old_n = self._n
-        self._single_of = _room(self._single_of, self._n_comp, -1)
-        # room for about as many states as the new terminals have, plus half again for the states
-        # several of them share, so the table is not copied at every doubling while the block grows
-        # (rows are reserved unwritten: a wrong guess costs little)
-        new_comps = self._n_comp - comps_before
-        if new_comps:
-            expect = new_comps + new_comps // 2 + 257
-            self._trans = grown_rows(self._trans, old_n + expect)
-            self._vec_ptr, self._vec, self._hashes, self._slots = reserve_vectors(
-                self._vec_ptr, self._vec, self._hashes, self._slots, old_n, expect, 2 * expect)
-        rows, vp, vec, hashes, slots, n = _extend(self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table,
-                                                  self._class_cuts, self._class_width, starts, self._trans,
-                                                  self._vec_ptr, self._vec, self._hashes, self._slots, old_n,
-                                                  MAX_LEXER_STATES, self._single_of)
-        if n < 0:
-            raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
-        self._trans, self._vec_ptr, self._vec, self._hashes, self._slots, self._n = rows, vp, vec, hashes, slots, n
-        self._register(old_n)
-        return old_n
+        if self._single_of.shape[0] < self._n_comp:
+            self._single_of = _room(self._single_of, self._n_comp, -1)
+            self._lx = None
+        c = self._ctr
+        c[LONGEST] = max(int(c[LONGEST]), starts.shape[0])
+        if int(c[N_STATES]) >= MAX_LEXER_STATES:
+            self.serve(FULL)
+        if not has_room(self.lx):
+            self.make_room()
+        return int(add_start(self.lx, starts))
 
 
 def _dfa_classes(dfa, depth: int) -> np.ndarray:
