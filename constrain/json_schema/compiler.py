@@ -27,7 +27,7 @@ from constrain.json_schema.errors import EmptySchemaError, SchemaError, Unsuppor
 from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
 from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
-from constrain.regex import boolean
+from constrain.regex import automaton, boolean
 from constrain.regex.ast import length_range
 from constrain.regex.parse import parse_regex, parse_search_regex
 
@@ -123,6 +123,13 @@ class _Builder:
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
+        # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
+        # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
+        # like the characters' spellings, instead of once per schema
+        self._fixed: set = {num.lit(c) for c in "{}[],:"} | {_FREE_STRING, num.lit("true"), num.lit("false"),
+                                                              num.lit("null")}
+        if self.ws is not None:
+            self._fixed.add(self.ws)
 
     # ------------------------------------------------------------------ IR helpers
     def new_nt(self, name: str) -> int:
@@ -148,6 +155,8 @@ class _Builder:
                 ast = num.cat(*run) if len(run) > 1 else run[0]
                 if num.accepts_empty(ast):
                     raise AssertionError("an empty-capable terminal was built")  # never for our pieces
+                if all(p in self._fixed for p in run):
+                    automaton.keep_static(ast)
                 out.append(self.terminal(ast))
                 run.clear()
 
@@ -159,6 +168,8 @@ class _Builder:
                     continue
                 if p in self._standalone:  # a string value: its own terminal, shared by equal ones
                     flush()
+                    if p in self._fixed:
+                        automaton.keep_static(p)
                     out.append(self.terminal(p))
                     continue
                 run.append(p)
