@@ -923,3 +923,19 @@ NEGATED_BOUNDS = [
 def test_not_numeric_bounds_and_values(k, index):
     values = ["s", "a", "b", "abc", "bc", "bcd", -1, 1, 1.5, 2.5, 3, -1.5, None, 5, 2, -0.5, 1.0, -2, -3, [], {}, True]
     check_agrees(NEGATED_BOUNDS[k], values, index)
+
+
+def test_schema_independent_terminals_are_static():
+    """Terminals glued only from fixed pieces (``{ ws``, ``ws , ws``, a free string) survive
+    ``clear_memo`` (built once per process); terminals holding a key do not."""
+    from constrain.regex import automaton
+    from constrain.json_schema.compiler import schema_to_cfg, SchemaOptions
+
+    schema = {"type": "object", "properties": {"zq_unique_key": {"type": "string"}, "b": {"type": "array"}}}
+    cfg = schema_to_cfg(schema, SchemaOptions(whitespace="flexible", max_whitespace=5))
+    automaton.clear_memo()
+    static = [t for t in cfg.terminals if t in automaton._MEMO]
+    texts = [repr(t) for t in static]
+    assert any("(123, 123)" in r and "0, 5)" in r for r in texts)  # "{" then whitespace up to 5
+    assert any("(44, 44)" in r for r in texts)  # the member separator
+    assert not any("(122, 122)" in r and "(113, 113)" in r for r in texts)  # nothing spelling the key
