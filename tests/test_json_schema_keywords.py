@@ -934,7 +934,7 @@ def test_schema_independent_terminals_are_static():
     schema = {"type": "object", "properties": {"zq_unique_key": {"type": "string"}, "b": {"type": "array"}}}
     cfg = schema_to_cfg(schema, SchemaOptions(whitespace="flexible", max_whitespace=5))
     automaton.clear_memo()
-    static = [t for t in cfg.terminals if t in automaton._MEMO]
+    static = [t for t in cfg.terminals if t in automaton._STATIC]
     texts = [repr(t) for t in static]
     assert any("(123, 123)" in r and "0, 5)" in r for r in texts)  # "{" then whitespace up to 5
     assert any("(44, 44)" in r for r in texts)  # the member separator

@@ -667,9 +667,22 @@ def clear_memo() -> None:
     compiles call this); the fixed tables of ``_STATIC`` stay."""
     with _memo_lock:
         _MEMO.clear()
-        _MEMO.update(_STATIC)
     for clear in _OTHER_MEMOS:
         clear()
+
+
+def _memoised(node) -> DFA | None:
+    """The automaton of ``node`` if it is static or in the LRU memo (refreshed there), else None.
+    Static ones live apart from the LRU: when they shared it, a schema with many terminals evicted
+    the characters' spellings and every later key rebuilt them (~70 us a character)."""
+    hit = _STATIC.get(node)
+    if hit is not None:
+        return hit
+    with _memo_lock:
+        hit = _MEMO.get(node)
+        if hit is not None:
+            _MEMO.move_to_end(node)
+        return hit
 
 
 def build_dfa(node, source: str | None = None) -> DFA:
@@ -678,11 +691,9 @@ def build_dfa(node, source: str | None = None) -> DFA:
     Results are memoised by AST (process-wide, LRU): JSON Schema compilation builds the same
     sub-languages again and again (any string in every spelling, numbers, formats), and DFAs are
     immutable, so callers may share them."""
-    with _memo_lock:
-        hit = _MEMO.get(node)
-        if hit is not None:
-            _MEMO.move_to_end(node)
-            return hit
+    hit = _memoised(node)
+    if hit is not None:
+        return hit
     with gc_paused():
         dfa = _build_dfa(node, source)
     if dfa.num_states <= _MEMO_MAX_STATES:
@@ -816,8 +827,7 @@ def _concatenation(node) -> DFA | None:
     if node[0] != "cat" or len(node[1]) < 2:
         return None
     children = node[1]
-    with _memo_lock:  # a child built before is a piece as it stands (no counting, no rebuild)
-        built = [_MEMO.get(c) for c in children]
+    built = [_memoised(c) for c in children]  # a child built before is a piece as it stands
     kinds = ["dfa" if c[0] == "dfa" else "finite" if hit is not None or 0 < _word_count(c, 64) <= 64 else "run"
              for c, hit in zip(children, built)]
     if "dfa" not in kinds and kinds.count("finite") < 4:
