@@ -51,6 +51,15 @@ def test_small_finite_languages_are_word_sets(pattern):
     assert _same(automaton._small_word_set_dfa(automaton._finite_words(node, 64)), _via_nfa(node))
 
 
+@pytest.mark.parametrize("pattern", [",", "[a-c]", "\\x00", "[\\x00-\\x7f]", "[\\t\\n\\r ]", "[^\\x80-\\U0010ffff]", "[0-9A-F_]"])
+def test_one_ascii_byte_class_is_written_down(pattern):
+    node = parse_regex(pattern)
+    assert node[0] == "set" and node[1][-1][1] < 0x80
+    assert _same(automaton._byte_set_dfa(node[1]), _via_nfa(node))
+    clear_memo()
+    assert _same(build_dfa(node), _via_nfa(node))
+
+
 def test_finite_words_refuse_big_or_infinite_languages():
     assert automaton._finite_words(parse_regex("[a-z]{3}"), 64) is None  # 17,576 strings
     assert automaton._finite_words(parse_regex("a*"), 64) is None

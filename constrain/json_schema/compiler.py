@@ -130,6 +130,9 @@ class _Builder:
                                                               num.lit("null")}
         if self.ws is not None:
             self._fixed.add(self.ws)
+        for piece in (self.ws, num.lit(":"), num.lit(",")):  # glued into most other terminals
+            if piece is not None:
+                automaton.keep_static(piece)
 
     # ------------------------------------------------------------------ IR helpers
     def new_nt(self, name: str) -> int:
