@@ -27,7 +27,8 @@ import numpy as np
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
-from constrain.cfg.lexer import FULL, NEED_ROOM, READY, LexerBlocks, ensure_expanded
+from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
+                                 LexerBlocks, ensure_expanded)
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
@@ -56,11 +57,11 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     every byte in it (``loops`` vs ``sub_bytes``: an identifier followed by letters): that one
     configuration keeps each of its tokens alive. Its tokens are a run in byte order, set in
     ``ordered`` (mapped to ids by ``_ordered_to_words`` when the walk is done)."""
-    trans = lx[10]
-    expanded = lx[11]
-    loops = lx[12]
-    acc_ptr = lx[13]
-    acc_terms = lx[14]
+    trans = lx[LX_TRANS]
+    expanded = lx[LX_EXPANDED]
+    loops = lx[LX_LOOPS]
+    acc_ptr = lx[LX_ACC_PTR]
+    acc_terms = lx[LX_ACC_TERMS]
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
@@ -194,10 +195,10 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
 
     Returns the number of events, or minus an ``ensure_expanded`` status (the caller serves it
     and walks again: the states expanded so far stay)."""
-    trans = lx[10]
-    expanded = lx[11]
-    loops = lx[12]
-    acc_ptr = lx[13]
+    trans = lx[LX_TRANS]
+    expanded = lx[LX_EXPANDED]
+    loops = lx[LX_LOOPS]
+    acc_ptr = lx[LX_ACC_PTR]
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
@@ -309,11 +310,11 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     (The loop body repeats ``_walk_cfg``'s on purpose: numba optimises one body far better than
     the same logic split into helper functions; measured again 2026-11-30, moving the
     next-context block into an ``inline="always"`` helper made the sql_select masks 25x slower.)"""
-    trans = lx[10]
-    expanded = lx[11]
-    loops = lx[12]
-    acc_ptr = lx[13]
-    acc_terms = lx[14]
+    trans = lx[LX_TRANS]
+    expanded = lx[LX_EXPANDED]
+    loops = lx[LX_LOOPS]
+    acc_ptr = lx[LX_ACC_PTR]
+    acc_terms = lx[LX_ACC_TERMS]
     ctx_tset = S[6]
     tset_start = S[16]
     ctx_start = S[17]
@@ -741,10 +742,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ev_node = np.empty(len(nodes.byte), dtype=np.int32)
         ev_state = np.empty(len(nodes.byte), dtype=np.int32)
+        sub_bytes = subtree_bytes(nodes)
         while True:
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                               subtree_bytes(nodes), nodes.token_start, trie.ids, trie.max_len, inside,
-                               ev_node, ev_state)
+                               sub_bytes, nodes.token_start, trie.ids, trie.max_len, inside, ev_node, ev_state)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)

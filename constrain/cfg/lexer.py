@@ -29,6 +29,8 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 # slots of the counters ``ctr`` that Python and the numba expansion share
 N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS = range(6)
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
+# positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
+LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS = 10, 11, 12, 13, 14
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 
 
@@ -363,6 +365,8 @@ class LexerBlocks:
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
                         self._scratch, self._prev, self._cut)
+            assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
+                       (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms)))
         return self._lx
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
