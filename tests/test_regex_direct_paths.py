@@ -105,3 +105,40 @@ def test_an_empty_leaf_is_an_empty_language():
     trans[0, ord("a")] = 1
     with pytest.raises(constrain.RegexError, match="empty"):
         build_dfa(("dfa", DFA(trans=trans, accepting=np.array([False, False]))))
+
+
+def test_a_chain_of_static_pieces_is_glued_in_one_call():
+    from constrain.json_schema import strings
+
+    strings.keep_ascii_spellings()  # the quote and every ASCII character's spellings
+    ws = rep(parse_regex("[ \\t]"), 0, 3)
+    automaton.keep_static(ws)
+    automaton.keep_static(lit(":"))
+    node = cat(strings.string_literal('key_1"\\'), ws, lit(":"), ws)
+    clear_memo()
+    glued = automaton._static_chain(node)
+    assert glued is not None
+    assert _same(glued, _via_nfa(node))
+    assert glued.accepts(b'"key_1\\"\\\\" :\t') and glued.accepts(b'"k\\u0065y_1\\u0022\\\\":')
+    assert not glued.accepts(b'"key_1"\\":')
+    # a piece that is not static, and a chain that needs a choice (ws ws), are left to the other paths
+    assert automaton._static_chain(cat(lit("\u00e9"), lit(":"))) is None
+    assert automaton._static_chain(cat(ws, ws)) is None
+
+
+@pytest.mark.parametrize("lo,hi,opening,closing", [
+    (0, 17, True, True), (3, 40, False, True), (0, 20, True, False), (5, 30, False, False), (128, 128, False, False)])
+def test_counted_strings_are_minimal_chains_with_their_quotes(lo, hi, opening, closing):
+    from constrain.json_schema import strings as js
+
+    clear_memo()
+    leaf = js.chars(lo, hi, opening, closing)
+    assert leaf[0] == "dfa"
+    dfa = leaf[1]
+    expected = _via_nfa(cat(*([js.QUOTE] if opening else []), rep(js.ANY_CHAR, lo, hi), *([js.QUOTE] if closing else [])))
+    # the same minimal automaton, only numbered copy by copy: renumbering it in BFS order gives the NFA path's
+    table, accepting, _ = automaton._minimize(dfa.table, dfa.accepting)
+    assert (dfa.classes == expected.classes).all()
+    assert table.shape == expected.table.shape == dfa.table.shape
+    assert (table == expected.table).all() and (accepting == expected.accepting).all()
+    assert build_dfa(leaf) is dfa  # taken as it is, not minimised again

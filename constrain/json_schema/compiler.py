@@ -32,6 +32,7 @@ from constrain.regex.ast import length_range
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
+_BOOLEAN = num.alt(num.lit("true"), num.lit("false"))
 _NON_INTEGRAL = num.non_integral_numbers()
 
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
@@ -130,7 +131,8 @@ class _Builder:
                                                               num.lit("null")}
         if self.ws is not None:
             self._fixed.add(self.ws)
-        for piece in (self.ws, num.lit(":"), num.lit(",")):  # glued into most other terminals
+        for piece in (self.ws, *(num.lit(c) for c in "{}[],:"), *num.JSON_NUMBER[1], num.JSON_INTEGER,
+                      _BOOLEAN, js.ANY_STRING_BODY):  # glued into most other terminals
             if piece is not None:
                 automaton.keep_static(piece)
 
@@ -425,7 +427,7 @@ class _Builder:
         if t == "null":
             return num.lit("null")
         if t == "boolean":
-            return num.alt(num.lit("true"), num.lit("false"))
+            return _BOOLEAN
         if t in ("integer", "number"):
             return self._number(schema, pointer, integer=(t == "integer"))
         if t == "string":
@@ -697,12 +699,12 @@ class _Builder:
         nxt = None
         for j in range(last, -1, -1):
             if max_len is None and j == last:
-                alts = [[js.chars(0, None), js.QUOTE]]
+                alts = [[js.chars(0, None, closing=True)]]
             else:
                 alts = [[chunk, nxt]] if j < last else []
                 a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
                 if a <= b:
-                    alts.append([js.chars(a, b), js.QUOTE])
+                    alts.append([js.chars(a, b, closing=True)])
             nxt = self.rule(f"chars{j * k}+", alts)
             assert nxt is not None
         sym = self.rule(f"string{min_len}..{max_len}", [[js.QUOTE, nxt]])

@@ -150,6 +150,7 @@ def _escape_spellings(ranges: cs.Ranges):
 
 
 ANY_CHAR = char_spellings(cs.ANY)
+ANY_STRING_BODY = rep(ANY_CHAR, 0, None)  # a free string between its quotes
 
 
 def canonical_string_literal(value: str):
@@ -174,6 +175,7 @@ def _char_every_spelling(cp: int):
 
 def keep_ascii_spellings() -> None:
     """Build every printable ASCII character's spelling automaton now (``constrain.warmup``)."""
+    automaton.keep_static(QUOTE)  # the ends of every key and literal
     for cp in range(0x20, 0x80):
         _char_every_spelling(cp)
 
@@ -192,36 +194,39 @@ _CHAR_DFA = None
 
 def string_of_length(min_len: int = 0, max_len: int | None = None):
     """Any JSON string whose decoded length (code points) is within the bounds."""
-    global _CHAR_DFA
-    return cat(QUOTE, chars(min_len, max_len), QUOTE)
+    return chars(min_len, max_len, opening=True, closing=True)
 
 
 # Bodies by bounds (LRU, cleared with the automaton memo): equal bounds must give the SAME leaf, or
 # every `"maxLength": 255` property would be a terminal, a lexer automaton and a mask walk of its own.
-_BODIES: "OrderedDict[tuple[int, int | None], tuple]" = OrderedDict()
+_BODIES: "OrderedDict[tuple[int, int | None, bool, bool], tuple]" = OrderedDict()
 _BODIES_KEPT = 64
 _bodies_lock = threading.Lock()
 automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
-def chars(min_len: int, max_len: int | None):
-    """The spelled body (no quotes) of min_len..max_len decoded characters; one AST per bounds
-    (so that equal bounds give one lexer terminal)."""
+def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False):
+    """The spelled body of min_len..max_len decoded characters, with the opening and/or closing
+    quote when asked; one AST per arguments (so that equal bounds give one lexer terminal). A
+    counted body is one DFA leaf with its quotes built in (``repeat_dfa``): gluing them on
+    afterwards re-minimised the whole chain."""
     global _CHAR_DFA
-    key = (min_len, max_len)
+    key = (min_len, max_len, opening, closing)
     with _bodies_lock:
         hit = _BODIES.get(key)
         if hit is not None:
             _BODIES.move_to_end(key)
             return hit
     if max_len is None or max_len <= 16:
-        body = rep(ANY_CHAR, min_len, max_len)
+        body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
     else:
         from constrain.regex.counted import prefix_free_dfa, repeat_dfa
 
         if _CHAR_DFA is None:
             _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
-        body = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len))
+        quote = ord('"')
+        body = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len, before=quote if opening else None,
+                                  after=quote if closing else None))
     with _bodies_lock:
         body = _BODIES.setdefault(key, body)
         if len(_BODIES) > _BODIES_KEPT:

@@ -660,6 +660,143 @@ def keep_static(node) -> None:
         dfa = build_dfa(node)
         with _memo_lock:
             _STATIC[node] = dfa
+            if node[0] == "cat" and len(node[1]) == 1:  # a literal's one piece, as chains hold it
+                _STATIC.setdefault(node[1][0], dfa)
+
+
+class _StaticPieces:
+    """The static automata laid out flat for ``_glued_pieces``, registered on first use in a chain.
+
+    A member key is a chain of ~20 static pieces (its characters' spellings); gluing them with one
+    array per piece in Python cost ~350 us a key, most of it per-piece glue, where one numba call
+    over these arrays costs tens. Static automata live for the process, so ``id`` names them."""
+
+    def __init__(self) -> None:
+        self.ids: dict[int, int] = {}
+        self.n = 0
+        self.classes = np.zeros((16, 256), dtype=np.int32)  # piece -> byte -> its class
+        self.flat = np.zeros(0, dtype=np.int32)  # every piece's class table, row-major
+        self.flat_n = 0
+        self.tab_off = np.zeros(16, dtype=np.int64)
+        self.width = np.zeros(16, dtype=np.int64)
+        self.states = np.zeros(16, dtype=np.int64)
+        self.acc = np.zeros(0, dtype=np.bool_)
+        self.acc_off = np.zeros(16, dtype=np.int64)
+
+    def piece(self, dfa: "DFA") -> int:
+        """Registry id of a static automaton (call under ``_memo_lock``)."""
+        pid = self.ids.get(id(dfa))
+        if pid is not None:
+            return pid
+        table, classes = _class_table(dfa)
+        table = np.ascontiguousarray(table, dtype=np.int32)
+        pid = self.n
+        if pid == self.classes.shape[0]:
+            grow = lambda a: np.concatenate([a, np.zeros_like(a)])  # noqa: E731 - doubling
+            self.classes, self.tab_off, self.width, self.states, self.acc_off = (
+                grow(self.classes), grow(self.tab_off), grow(self.width), grow(self.states), grow(self.acc_off))
+        self.classes[pid] = classes
+        self.tab_off[pid], self.width[pid], self.states[pid] = self.flat_n, table.shape[1], table.shape[0]
+        self.acc_off[pid] = self.acc.shape[0]
+        self.flat = np.concatenate([self.flat[: self.flat_n], table.ravel()])
+        self.flat_n = self.flat.shape[0]
+        self.acc = np.concatenate([self.acc, np.asarray(dfa.accepting, dtype=np.bool_)])
+        self.n += 1
+        self.ids[id(dfa)] = pid
+        return pid
+
+
+_PIECES = _StaticPieces()
+
+
+def _static_chain(node) -> "DFA | None":
+    """A ``cat`` of static automata only (a key, a literal, punctuation with whitespace) glued in
+    one numba call (``_glued_pieces``): the same minimal DFA as ``_concatenation``, without its
+    per-piece Python glue. None when a child is not static or the glue is not deterministic."""
+    if node[0] != "cat" or len(node[1]) < 2:
+        return None
+    pieces = []
+    for child in node[1]:
+        hit = _static_piece(child)
+        if hit is None:
+            return None
+        pieces.append(hit)
+    with _memo_lock:
+        ids = np.array([_PIECES.piece(p) for p in pieces], dtype=np.int64)
+        reg = _PIECES
+        if int(reg.states[ids].sum()) > MAX_DFA_STATES:
+            return None
+        ok, table, accepting, classes, horizon = _glued_pieces(
+            ids, reg.classes, reg.flat, reg.tab_off, reg.width, reg.states, reg.acc, reg.acc_off)
+    if not ok:
+        return None
+    return DFA(accepting=accepting, table=table, classes=classes, horizon=int(horizon))
+
+
+def _static_piece(node) -> "DFA | None":
+    """The static automaton of ``node``, if it has one; one ASCII byte (a literal's character:
+    at most 128 of them) is made static on first sight."""
+    hit = _STATIC.get(node)
+    if hit is None and node[0] == "set" and len(node[1]) == 1 and node[1][0][0] == node[1][0][1] < 0x80:
+        keep_static(node)
+        hit = _STATIC[node]
+    return hit
+
+
+def _static_runs(children: tuple) -> tuple:
+    """``children`` with each run of two or more static pieces replaced by its glued DFA leaf
+    (``_static_chain``), so that ``_concatenation`` glues a key and the value glued to it as
+    two pieces, not twenty."""
+    out: list = []
+    i, n = 0, len(children)
+    while i < n:
+        j = i
+        while j < n and _static_piece(children[j]) is not None:
+            j += 1
+        glued = _static_chain(("cat", children[i:j])) if j - i >= 2 else None
+        if glued is not None:
+            out.append(("dfa", glued))
+        else:
+            out.extend(children[i: max(j, i + 1)])
+        i = max(j, i + 1)
+    return tuple(out)
+
+
+@numba.njit(cache=True)
+def _glued_pieces(ids, p_classes, p_flat, p_tab_off, p_width, p_states, p_acc, p_acc_off):  # pragma: no cover
+    """``_concatenation``'s steps for registered pieces ``ids`` (``_StaticPieces``): common byte
+    classes, stacked tables, glue, minimisation. Returns (ok, table, accepting, classes, horizon);
+    not ok when the glue is not deterministic."""
+    k = ids.shape[0]
+    cols = np.empty((256, k), dtype=np.int32)
+    for i in range(k):
+        for b in range(256):
+            cols[b, i] = p_classes[ids[i], b]
+    class_of, local = _column_classes(cols)
+    offs = np.zeros(k + 1, dtype=np.int64)
+    for i in range(k):
+        offs[i + 1] = offs[i] + p_states[ids[i]]
+    n = offs[k]
+    n_cls = local.shape[1]
+    table = np.empty((n, n_cls), dtype=np.int32)
+    acc = np.empty(n, dtype=np.bool_)
+    for i in range(k):
+        p = ids[i]
+        w = p_width[p]
+        base = p_tab_off[p]
+        for s in range(p_states[p]):
+            acc[offs[i] + s] = p_acc[p_acc_off[p] + s]
+            row = base + s * w
+            for c in range(n_cls):
+                t = p_flat[row + local[i, c]]
+                table[offs[i] + s, c] = t + offs[i] if t >= 0 else -1
+    final = _glue(table, acc, offs)
+    if final.shape[0] == 0:
+        return False, np.zeros((0, n_cls), dtype=np.int32), final, class_of, 0
+    block, nb, acyclic, height0 = _partition(table, final)
+    out, out_acc = _quotient(table, final, block, nb)
+    horizon = min(out.shape[0] - 1, height0) if acyclic else out.shape[0] - 1
+    return True, out, out_acc, class_of, horizon
 
 
 def clear_memo() -> None:
@@ -709,6 +846,9 @@ def _build_dfa(node, source: str | None) -> DFA:
         return _minimal(node[1])
     if node[0] == "set" and node[1] and node[1][-1][1] < 0x80:
         return _byte_set_dfa(node[1])
+    glued = _static_chain(node)
+    if glued is not None:
+        return glued
     words = _literal_words(node)
     if words is not None and len(words) > 64:
         return _word_set_dfa(words)
@@ -828,7 +968,9 @@ def _concatenation(node) -> DFA | None:
     there (no choice to make)."""
     if node[0] != "cat" or len(node[1]) < 2:
         return None
-    children = node[1]
+    children = _static_runs(node[1])
+    if len(children) < 2:
+        return None
     built = [_memoised(c) for c in children]  # a child built before is a piece as it stands
     kinds = ["dfa" if c[0] == "dfa" else "finite" if hit is not None or 0 < _word_count(c, 64) <= 64 else "run"
              for c, hit in zip(children, built)]
