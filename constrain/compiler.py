@@ -54,5 +54,8 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
     if grammar.kind == "cfg":
         from constrain.cfg.engine import CFGCompiledGrammar
 
-        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description)
+        # a written grammar's terminals are few and each is reached again and again: built now; a
+        # schema's are many (a key each) and most requests touch a few: built when first reached
+        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description,
+                                  eager_terminals=grammar.dialect != "json-schema")
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")

@@ -23,6 +23,10 @@ class RegexError(GrammarError):
     """The regular expression is malformed or uses a construct a DFA cannot express."""
 
 
+class EmptyLanguageError(RegexError):
+    """The regular expression matches no string at all (a grammar's terminal may: it never matches)."""
+
+
 class ConstraintError(ConstrainError):
     """A decoding step broke the constraint: a token that is not allowed, or no allowed token at all."""
 

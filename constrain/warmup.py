@@ -37,7 +37,9 @@ def warmup() -> float:
     integer_every_spelling()  # every spelling of an integer (1e2, 1.5e1): also fixed, built once
     # the schema-independent JSON terminals (``{ ws``, ``ws , ws``, a free string...) for both
     # whitespace modes at the default bound: kept for the process by the schema compiler
-    free = {"type": "object", "properties": {"a": {"type": "array", "items": {}}, "b": {"type": "string"}}}
+    # (a counted string: ``counted.repeat_dfa``'s chain kernel)
+    free = {"type": "object", "properties": {"a": {"type": "array", "items": {}}, "b": {"type": "string"},
+                                             "c": {"type": "string", "maxLength": 20}}}
     for whitespace in ("compact", "flexible"):
         Grammar.from_json_schema(free, whitespace=whitespace)
     return time.perf_counter() - t0

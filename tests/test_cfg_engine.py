@@ -256,6 +256,22 @@ def _tiny_index(pieces: list[bytes]) -> TokenizerIndex:
 AMBIGUOUS = 'start: p\np: A p "x" | AA p "y" |\nA: "a"\nAA: "aa"\n'
 
 
+def test_a_terminal_too_big_to_build_is_a_clear_error_not_an_empty_language():
+    # [ab]*a[ab]{17}: 2^18 DFA states, past MAX_DFA_STATES. It used to count as a terminal that never
+    # matches, so compiling "worked" and the first mask said no token was allowed.
+    grammar = Grammar.from_lark('start: X | "b"\nX: /[ab]*a[ab]{17}/\n')
+    with pytest.raises(GrammarError, match="terminal X cannot be compiled: .*exceeds"):
+        constrain.compile(grammar, _tiny_index([b"a", b"b"]), cache=False)
+
+
+def test_a_terminal_with_an_empty_language_never_matches():
+    from constrain.cfg.lexer import LexerBlocks
+
+    blocks = LexerBlocks([("set", ()), ("set", ((97, 97),))], frozenset(), names=["E", "A"])
+    blocks.build_components()
+    assert blocks._term_start[0] == -1 and blocks._term_start[1] >= 0
+
+
 def test_pathological_ambiguity_hits_the_documented_limit():
     index = _tiny_index([b"a" * k for k in range(1, 33)] + [b"x", b"y"])
     compiled = constrain.compile(Grammar.from_lark(AMBIGUOUS), index, cache=False)

@@ -433,13 +433,17 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 
 class CFGCompiledGrammar(CompiledGrammar):
-    def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar") -> None:
+    def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
+                 eager_terminals: bool = False) -> None:
+        """``eager_terminals``: build every terminal's automaton now (compile time) instead of when
+        a lexer block first needs it (inside a mask)."""
         self.cfg = cfg
         self.index = index
         self.description = description
         self.parser = FastEarley(cfg)
         self.n_terminals = len(cfg.terminals)
-        self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len)
+        self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len,
+                                  names=cfg.terminal_names)
         self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         for t in cfg.ignore:
             self._is_ignore[t] = True
@@ -458,6 +462,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
+        subtree_bytes(trie_nodes(index.trie))  # once per vocabulary (~3 ms): not inside a first mask
+        if eager_terminals:
+            self.lexers.build_components()
         root = self.parser.root
         self.start_config = self._intern(frozenset({(root, self._start(root))}))
 

@@ -20,7 +20,7 @@ import numba
 import numpy as np
 
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
-from constrain.errors import GrammarError, RegexError
+from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
@@ -285,8 +285,10 @@ class LexerBlocks:
     store as one tuple, ``lx``; Python grows its arrays (``make_room``) when an expansion reports
     that it lacks room, and the walk resumes."""
 
-    def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0) -> None:
+    def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0,
+                 names: list[str] | None = None) -> None:
         self.terminals = terminals
+        self.names = names or []  # for errors
         self.token_depth = token_depth  # the longest token in bytes: states alike that far share masks
         self.ignore = frozenset(ignore)
         self._accepted: dict[int, tuple[int, ...]] = {}  # global state -> terminals that may end there
@@ -433,9 +435,12 @@ class LexerBlocks:
             return start
         try:
             dfa = build_dfa(self.terminals[t])
-        except RegexError:  # a terminal with an empty language never matches
+        except EmptyLanguageError:  # a terminal with an empty language never matches
             self._term_start[t] = -1
             return -1
+        except RegexError as e:  # too big to build: say which terminal, never treat it as empty
+            name = self.names[t] if t < len(self.names) else f"#{t}"
+            raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
         table = dfa.table if dfa.table is not None else dfa.trans
         classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
         key = classes.tobytes()
@@ -456,6 +461,11 @@ class LexerBlocks:
         self._term_start[t] = base + dfa.start
         self._lx = None
         return base + dfa.start
+
+    def build_components(self) -> None:
+        """Build every terminal's automaton now (``_component`` builds each on first use)."""
+        for t in range(len(self.terminals)):
+            self._component(t)
 
     def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by

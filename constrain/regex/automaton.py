@@ -17,7 +17,7 @@ import numpy as np
 
 from constrain._intern import find_or_put, grown, reserve_vectors, reverse_reach
 from constrain.regex.equivalence import _moore_rounds
-from constrain.errors import RegexError
+from constrain.errors import EmptyLanguageError, RegexError
 from constrain.regex.charset import Ranges
 from constrain.regex.parse import gc_paused
 from constrain.regex.utf8 import utf8_sequences
@@ -872,7 +872,7 @@ def _via_nfa(node, source: str | None) -> DFA:
         np.array(nfa.e_src, dtype=np.int64), np.array(nfa.e_lo, dtype=np.int32), np.array(nfa.e_hi, dtype=np.int32),
         np.array(nfa.e_dst, dtype=np.int32), np.int64(start), np.int64(final), np.int64(MAX_DFA_STATES))
     if status == 0:  # already trim: every state can reach acceptance
-        raise RegexError("the pattern matches no string (its language is empty)", source=source, pos=None)
+        raise EmptyLanguageError("the pattern matches no string (its language is empty)", source=source, pos=None)
     if status < 0:
         raise RegexError(f"the automaton exceeds {MAX_DFA_STATES} states; simplify the pattern")
     return DFA(accepting=accepting, table=table, classes=class_of, horizon=int(horizon))
@@ -1036,7 +1036,7 @@ def _minimal(dfa: DFA) -> DFA:
     accepting = np.asarray(dfa.accepting, dtype=np.bool_)
     live = coreachable_states(table, accepting)
     if not live[dfa.start]:
-        raise RegexError("the pattern matches no string (its language is empty)", source=None, pos=None)
+        raise EmptyLanguageError("the pattern matches no string (its language is empty)", source=None, pos=None)
     if dfa.start != 0 or not live.all():
         order = np.concatenate([[dfa.start], np.flatnonzero(live & (np.arange(len(live)) != dfa.start))])
         table = _kept_rows(np.ascontiguousarray(table, dtype=np.int32), order.astype(np.int64))

@@ -16,7 +16,7 @@ import numpy as np
 from constrain._intern import grown, grown_rows, reverse_reach
 from constrain.regex import automaton
 from constrain.regex.automaton import DFA, MAX_DFA_STATES, build_dfa
-from constrain.errors import RegexError
+from constrain.errors import EmptyLanguageError, RegexError
 
 # Products memoised by their operand ASTs (LRU, within a budget of states: ~1 KB each). JSON Schema
 # asks for the same product again and again (every `"type": "string", "maxLength": 255` property),
@@ -66,10 +66,8 @@ def _as_dfa(node) -> DFA | None:
         return node[1]
     try:
         return build_dfa(node)
-    except RegexError as e:
-        if "empty" in str(e):
-            return None
-        raise
+    except EmptyLanguageError:
+        return None
 
 
 DENSE_PAIR_CELLS = 1 << 22  # pair tables up to this size are dense arrays (16 MB), larger ones hashed
