@@ -658,8 +658,8 @@ def keep_static(node) -> None:
     bounded set of languages that do not depend on any grammar."""
     if node not in _STATIC:
         dfa = build_dfa(node)
-        with _memo_lock:
-            _STATIC[node] = dfa
+        with _memo_lock:  # (two threads may both build it: the first one stored stays)
+            dfa = _STATIC.setdefault(node, dfa)
             if node[0] == "cat" and len(node[1]) == 1:  # a literal's one piece, as chains hold it
                 _STATIC.setdefault(node[1][0], dfa)
 
@@ -673,6 +673,7 @@ class _StaticPieces:
 
     def __init__(self) -> None:
         self.ids: dict[int, int] = {}
+        self.kept: list = []  # the registered automata, so that no id is reused while registered
         self.n = 0
         self.classes = np.zeros((16, 256), dtype=np.int32)  # piece -> byte -> its class
         self.flat = np.zeros(0, dtype=np.int32)  # every piece's class table, row-major
@@ -703,6 +704,7 @@ class _StaticPieces:
         self.acc = np.concatenate([self.acc, np.asarray(dfa.accepting, dtype=np.bool_)])
         self.n += 1
         self.ids[id(dfa)] = pid
+        self.kept.append(dfa)
         return pid
 
 
