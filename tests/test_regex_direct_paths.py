@@ -142,3 +142,20 @@ def test_counted_strings_are_minimal_chains_with_their_quotes(lo, hi, opening, c
     assert table.shape == expected.table.shape == dfa.table.shape
     assert (table == expected.table).all() and (accepting == expected.accepting).all()
     assert build_dfa(leaf) is dfa  # taken as it is, not minimised again
+
+
+def test_repeated_alternations_share_one_nfa_fragment_exactly():
+    """An alternation met again is copied from its first build (``automaton._ALT_TEMPLATES``) with
+    state ids shifted: the copies must not leak edges into each other or into the shared start."""
+    import itertools
+    import re
+
+    pattern = "(?:ab|c)(?:ab|c)*x(?:ab|c)?(?:a|(?:ab|c)b)"
+    node = parse_regex(pattern)
+    automaton._ALT_TEMPLATES.clear()
+    dfa = _via_nfa(node)
+    assert automaton._ALT_TEMPLATES  # the fragments were kept, and copied for the later uses
+    for n in range(8):
+        for chars in itertools.product("abcx", repeat=n):
+            text = "".join(chars)
+            assert dfa.accepts(text.encode()) == bool(re.fullmatch(pattern, text)), text
