@@ -255,7 +255,7 @@ def _alt_template(node) -> tuple:
     start = sub.state()
     end = sub._build_alt(node, start)
     template = (sub.n, sub.eps_src, sub.eps_dst, sub.e_src, sub.e_lo, sub.e_hi, sub.e_dst, end)
-    if sub.n <= _ALT_TEMPLATE_STATES:
+    if sub.n <= _ALT_TEMPLATE_STATES:  # (``clear_memo`` forgets all but the static ones')
         if len(_ALT_TEMPLATES) >= _ALT_TEMPLATES_MAX:
             _ALT_TEMPLATES.clear()
         _ALT_TEMPLATES[node] = template
@@ -689,6 +689,16 @@ _memo_lock = threading.Lock()
 
 
 _OTHER_MEMOS: list = []  # clear functions of memos built on this one (``boolean``'s products)
+
+
+def _forget_alt_templates() -> None:
+    """Drop the fragments of grammar-dependent alternations (a static one, a character's
+    spellings, stays like its automaton)."""
+    for node in [k for k in _ALT_TEMPLATES if k not in _STATIC]:
+        _ALT_TEMPLATES.pop(node, None)
+
+
+_OTHER_MEMOS.append(_forget_alt_templates)
 
 
 # Automata of fixed, grammar-independent languages (the JSON spellings of one ASCII character,
