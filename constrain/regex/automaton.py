@@ -241,8 +241,8 @@ class _NFA:
 
 # NFA fragments of alternations (a character in every JSON spelling, an enum value) by AST: an
 # alternation of declared keys repeats the same few dozen characters' fragments, and copying one
-# with its state ids shifted costs a fraction of building it again node by node (~60% of compiling a
-# 30-key object that allows other keys went to building that alternation's NFA).
+# with its state ids shifted costs a fraction of building it again node by node (~45% of compiling a
+# 32-key object that allows other keys went to building that alternation's NFA, profiled).
 _ALT_TEMPLATES: dict = {}
 _ALT_TEMPLATES_MAX = 4096  # fragments kept (cleared when full)
 _ALT_TEMPLATE_STATES = 256  # only small fragments are kept
@@ -694,7 +694,7 @@ _OTHER_MEMOS: list = []  # clear functions of memos built on this one (``boolean
 def _forget_alt_templates() -> None:
     """Drop the fragments of grammar-dependent alternations (a static one, a character's
     spellings, stays like its automaton)."""
-    for node in [k for k in _ALT_TEMPLATES if k not in _STATIC]:
+    for node in [k for k in list(_ALT_TEMPLATES) if k not in _STATIC]:  # (a copy: other threads may add)
         _ALT_TEMPLATES.pop(node, None)
 
 
