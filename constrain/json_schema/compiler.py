@@ -33,6 +33,21 @@ from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
 _BOOLEAN = num.alt(num.lit("true"), num.lit("false"))
+_PUNCTUATION = tuple(num.lit(c) for c in "{}[],:")
+# schema-independent pieces glued into most other terminals: static automata (``_keep_static_pieces``)
+_STATIC_PIECES = (*_PUNCTUATION, *num.JSON_NUMBER[1], num.JSON_INTEGER, _BOOLEAN, js.ANY_STRING_BODY)
+_static_pieces_kept = False
+
+
+def _keep_static_pieces(ws) -> None:
+    """Make ``_STATIC_PIECES`` (once per process) and the whitespace piece ``ws`` static."""
+    global _static_pieces_kept
+    if not _static_pieces_kept:
+        for piece in _STATIC_PIECES:
+            automaton.keep_static(piece)
+        _static_pieces_kept = True
+    if ws is not None:
+        automaton.keep_static(ws)
 _NON_INTEGRAL = num.non_integral_numbers()
 
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
@@ -127,14 +142,10 @@ class _Builder:
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
         # like the characters' spellings, instead of once per schema
-        self._fixed: set = {num.lit(c) for c in "{}[],:"} | {_FREE_STRING, num.lit("true"), num.lit("false"),
-                                                              num.lit("null")}
+        self._fixed: set = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null")}
         if self.ws is not None:
             self._fixed.add(self.ws)
-        for piece in (self.ws, *(num.lit(c) for c in "{}[],:"), *num.JSON_NUMBER[1], num.JSON_INTEGER,
-                      _BOOLEAN, js.ANY_STRING_BODY):  # glued into most other terminals
-            if piece is not None:
-                automaton.keep_static(piece)
+        _keep_static_pieces(self.ws)
 
     # ------------------------------------------------------------------ IR helpers
     def new_nt(self, name: str) -> int:

@@ -669,17 +669,25 @@ def _quotient(table, accepting, block, nb):  # pragma: no cover - numba
     return out, acc
 
 
+@numba.njit(cache=True)
+def _minimal_quotient(table, accepting):  # pragma: no cover - numba
+    """``_partition`` + ``_quotient`` and the horizon (see ``_minimize``), for numba callers."""
+    block, nb, acyclic, height0 = _partition(table, accepting)
+    out, acc = _quotient(table, accepting, block, nb)
+    rows = out.shape[0]
+    horizon = min(rows - 1, height0) if acyclic else rows - 1
+    return out, acc, horizon
+
+
 def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Minimal quotient of a trim DFA, states renumbered in BFS order from the start state 0.
 
     Also returns the *horizon*: a bound on the length of the shortest string telling two distinct
     states of the result apart (states - 1 in general; the longest path when it is acyclic).
     """
-    trans = np.ascontiguousarray(trans, dtype=np.int32)
-    block, nb, acyclic, height0 = _partition(trans, np.ascontiguousarray(accepting, dtype=np.bool_))
-    table, acc = _quotient(trans, accepting, block, nb)
-    horizon = min(table.shape[0] - 1, int(height0)) if acyclic else table.shape[0] - 1
-    return table, acc, horizon
+    table, acc, horizon = _minimal_quotient(np.ascontiguousarray(trans, dtype=np.int32),
+                                            np.ascontiguousarray(accepting, dtype=np.bool_))
+    return table, acc, int(horizon)
 
 
 _MEMO: "OrderedDict[tuple, DFA]" = OrderedDict()
@@ -776,6 +784,12 @@ def _static_chain(node) -> "DFA | None":
         if hit is None:
             return None
         pieces.append(hit)
+    return _glue_static(pieces)
+
+
+def _glue_static(pieces: list) -> "DFA | None":
+    """The glued minimal DFA of static automata ``pieces`` in order, or None (not deterministic,
+    or too big)."""
     with _memo_lock:
         ids = np.array([_PIECES.piece(p) for p in pieces], dtype=np.int64)
         reg = _PIECES
@@ -803,17 +817,21 @@ def _static_runs(children: tuple) -> tuple:
     (``_static_chain``), so that ``_concatenation`` glues a key and the value glued to it as
     two pieces, not twenty."""
     out: list = []
-    i, n = 0, len(children)
-    while i < n:
-        j = i
-        while j < n and _static_piece(children[j]) is not None:
-            j += 1
-        glued = _static_chain(("cat", children[i:j])) if j - i >= 2 else None
-        if glued is not None:
-            out.append(("dfa", glued))
+    run: list = []  # (child, its static automaton) since the last non-static child
+
+    def flush() -> None:
+        glued = _glue_static([dfa for _, dfa in run]) if len(run) >= 2 else None
+        out.extend([("dfa", glued)] if glued is not None else [c for c, _ in run])
+        run.clear()
+
+    for child in children:
+        hit = _static_piece(child)
+        if hit is None:
+            flush()
+            out.append(child)
         else:
-            out.extend(children[i: max(j, i + 1)])
-        i = max(j, i + 1)
+            run.append((child, hit))
+    flush()
     return tuple(out)
 
 
@@ -831,26 +849,15 @@ def _glued_pieces(ids, p_classes, p_flat, p_tab_off, p_width, p_states, p_acc, p
     offs = np.zeros(k + 1, dtype=np.int64)
     for i in range(k):
         offs[i + 1] = offs[i] + p_states[ids[i]]
-    n = offs[k]
-    n_cls = local.shape[1]
-    table = np.empty((n, n_cls), dtype=np.int32)
-    acc = np.empty(n, dtype=np.bool_)
+    acc = np.empty(offs[k], dtype=np.bool_)
     for i in range(k):
-        p = ids[i]
-        w = p_width[p]
-        base = p_tab_off[p]
-        for s in range(p_states[p]):
-            acc[offs[i] + s] = p_acc[p_acc_off[p] + s]
-            row = base + s * w
-            for c in range(n_cls):
-                t = p_flat[row + local[i, c]]
-                table[offs[i] + s, c] = t + offs[i] if t >= 0 else -1
+        for s in range(p_states[ids[i]]):
+            acc[offs[i] + s] = p_acc[p_acc_off[ids[i]] + s]
+    table = _stacked(p_flat, p_tab_off[ids], p_width[ids], offs, local)
     final = _glue(table, acc, offs)
     if final.shape[0] == 0:
-        return False, np.zeros((0, n_cls), dtype=np.int32), final, class_of, 0
-    block, nb, acyclic, height0 = _partition(table, final)
-    out, out_acc = _quotient(table, final, block, nb)
-    horizon = min(out.shape[0] - 1, height0) if acyclic else out.shape[0] - 1
+        return False, np.zeros((0, local.shape[1]), dtype=np.int32), final, class_of, 0
+    out, out_acc, horizon = _minimal_quotient(table, final)
     return True, out, out_acc, class_of, horizon
 
 
@@ -1000,11 +1007,7 @@ def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max
     table = np.full((n_dfa, n_classes), -1, dtype=np.int32)
     for k in range(t_src.shape[0]):
         table[t_src[k], t_cls[k]] = t_dst[k]
-    acc = accepting.copy()
-    block, nb, acyclic, height0 = _partition(table, acc)
-    table, acc = _quotient(table, acc, block, nb)
-    rows = table.shape[0]
-    horizon = min(rows - 1, height0) if acyclic else rows - 1
+    table, acc, horizon = _minimal_quotient(table, accepting.copy())
     return 1, table, acc, class_of, horizon
 
 
@@ -1051,7 +1054,8 @@ def _concatenation(node) -> DFA | None:
     offs = np.array([0, *itertools.accumulate(sizes)], dtype=np.int64)
     widths = np.array([t.shape[1] for t, _ in tables], dtype=np.int64)
     flat = np.concatenate([t.ravel() for t, _ in tables]).astype(np.int32, copy=False)
-    table = _stacked(flat, widths, offs, local)
+    row_off = np.concatenate([[0], np.cumsum(np.diff(offs) * widths)[:-1]]).astype(np.int64)
+    table = _stacked(flat, row_off, widths, offs, local)
     final = _glue(table, np.concatenate([p.accepting for p in pieces]).astype(np.bool_, copy=False), offs)
     if final.shape[0] == 0:
         return None
@@ -1061,22 +1065,20 @@ def _concatenation(node) -> DFA | None:
 
 
 @numba.njit(cache=True)
-def _stacked(flat, widths, offs, local):  # pragma: no cover - numba
+def _stacked(flat, row_off, widths, offs, local):  # pragma: no cover - numba
     """One class table for pieces stored flat (piece ``i``: ``offs[i+1]-offs[i]`` rows of
-    ``widths[i]`` local classes), over the common classes (``local[i, c]``: piece ``i``'s class of
-    common class ``c``), state ids made global."""
+    ``widths[i]`` local classes from ``flat[row_off[i]]``), over the common classes
+    (``local[i, c]``: piece ``i``'s class of common class ``c``), state ids made global."""
     k = widths.shape[0]
     n_cls = local.shape[1]
     out = np.empty((offs[k], n_cls), dtype=np.int32)
-    base = 0
     for i in range(k):
         w = widths[i]
         for s in range(offs[i + 1] - offs[i]):
-            row = base + s * w
+            row = row_off[i] + s * w
             for c in range(n_cls):
                 t = flat[row + local[i, c]]
                 out[offs[i] + s, c] = t + offs[i] if t >= 0 else -1
-        base += (offs[i + 1] - offs[i]) * w
     return out
 
 
