@@ -217,6 +217,70 @@ def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
         ms.advance(t)
 
 
+def _same_masks_along(index, fast, slow, texts: list[str], tok) -> None:
+    """Masks of two compilations of one grammar agree along each text's real tokens."""
+    for text in texts:
+        ids = list(tok.encode(text, add_special_tokens=False))
+        if index.decode_bytes(ids) != text.encode():
+            ids = _random_segmentation(index, text.encode(), random.Random(len(text)))
+        mf, ms = fast.matcher(), slow.matcher()
+        for k, t in enumerate(ids):
+            wf, ws = _mask(mf, index), _mask(ms, index)
+            assert (wf == ws).all(), (text, index.decode_bytes(ids[:k]))
+            assert _bit(wf, t), (text, index.decode_bytes(ids[:k]))
+            mf.advance(t)
+            ms.advance(t)
+        assert mf.is_accepting() and ms.is_accepting(), text
+
+
+def test_loop_bits_of_counted_strings_change_no_mask(real_vocab):
+    """Loop bits are the bytes leading to a state of the same mask class: far from its bound, a
+    counted string's next character (a different state) counts, so walks accept such subtrees
+    whole. Masks equal the walk that steps through every node, and such bits do occur."""
+    tok, index = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 300},
+                                               "b": {"type": "string", "minLength": 2, "maxLength": 120}}}
+    ast = Grammar.from_json_schema(schema, whitespace="flexible")._ast
+    fast = CFGCompiledGrammar(ast, index, description="counted")
+    slow = CFGCompiledGrammar(ast, index, description="counted")
+    slow.lexers.disable_loop_bits()
+    long_text = "The quick brown fox jumps over the lazy dog; " * 6
+    texts = ['{"a": "' + long_text[:290] + '", "b": "' + long_text[:118] + '"}',
+             '{"b": "ab\\n\\u00e9 ' + "x" * 100 + '"}', '{"a": "' + "\u00e9t\u00e9 " * 40 + '"}']
+    _same_masks_along(index, fast, slow, texts, tok)
+    lx = fast.lexers
+    n = int(lx._ctr[0])
+    trans, loops = lx._trans[:n], lx._loops[:n]
+    bits = np.unpackbits(loops.view(np.uint8), axis=1, bitorder="little").astype(bool)
+    expanded = lx._expanded[:n]
+    moving = bits & (trans != np.arange(n)[:, None]) & expanded[:, None]
+    assert moving.any(), "no loop bit leads to another state of the same class"
+
+
+def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
+    """A member key (its quotes and characters' spellings, then ``ws : ws`` and maybe a number)
+    is laid out as links of static pieces, not built as a DFA of its own: the masks equal those
+    of the built DFAs, for raw, escaped and ``\\u`` spellings, and links were used."""
+    tok, index = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {
+        "alpha": {"type": "integer"}, "alphabet": {"type": "number"}, "al": {"type": "boolean"},
+        "q\"uote": {"type": "string"}, "back\\slash": {"enum": ["x", "y"]}, "tab\tkey": {"type": "null"},
+        "x": {"type": "array", "items": {"type": "integer"}}}, "required": ["alpha"]}
+    ast = Grammar.from_json_schema(schema, whitespace="flexible")._ast
+    fast = CFGCompiledGrammar(ast, index, description="keys")
+    slow = CFGCompiledGrammar(ast, index, description="keys", chains=False)
+    texts = ['{"alpha": 1, "alphabet": 2.5e3, "al": true, "q\\"uote": "s", "back\\\\slash": "x"}',
+             '{"\\u0061lpha":-3,"alph\\u0061bet":0,"tab\\tkey":null,"x":[1, 2]}',
+             '{"alpha": 7, "al": false, "q\\u0022uote": "", "tab\\u0009key": null}']
+    _same_masks_along(index, fast, slow, texts, tok)
+    assert any(key[0] == "piece" for key in fast.lexers._tpl_of)
+    assert not any(key[0] == "piece" for key in slow.lexers._tpl_of)
+    for text in texts:
+        assert fast.accepts_bytes(text.encode()) and slow.accepts_bytes(text.encode())
+    for bad in ['{"alph": 1}', '{"alpha": 1, "alpha\\u0062et": "x"}', '{"alpha": 1, "q\\"uotes": ""}']:
+        assert not fast.accepts_bytes(bad.encode()) and not slow.accepts_bytes(bad.encode()), bad
+
+
 # ---------------------------------------------------------------------------- 4. deep nesting
 @pytest.mark.parametrize("vocab", ["smollm2"])
 def test_deep_nesting_json(real_vocab, vocab):

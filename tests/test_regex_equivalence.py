@@ -52,9 +52,16 @@ def test_incremental_rounds_equal_full_rounds(seed):
         ptr, cls, dst = _sparse(trans)
         for depth in (0, 1, 2, 3, 6, n + 1):
             part = start.astype(np.int64).copy()
-            used = _moore_rounds(ptr, cls, dst, part, depth)
+            used, rounds = _moore_rounds(ptr, cls, dst, part, depth)
             assert _same_partition(part.tolist(), _reference_rounds(trans, start.tolist(), depth)), (trans, tags, depth)
             assert part.max() < used
+            # the splitting rounds: one more full round would change nothing, one fewer would
+            assert rounds <= depth
+            settled = _reference_rounds(trans, start.tolist(), rounds)
+            if rounds < depth:
+                assert _same_partition(settled, _reference_rounds(trans, start.tolist(), rounds + 1))
+            if rounds > 0:
+                assert not _same_partition(_reference_rounds(trans, start.tolist(), rounds - 1), settled)
 
 
 def test_counted_chain_splits_one_copy_a_round():
@@ -100,3 +107,21 @@ def test_bounded_equivalence_is_behaviour_on_short_strings():
         for a in range(n):
             for b in range(n):
                 assert (classes[a] == classes[b]) == (seen[a] == seen[b])
+
+
+@pytest.mark.parametrize("pattern", [r"[a-c]*abc[0-9]{0,3}", r"(ab|a)*c", r'"([^"\\]|\\.)*"', r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?",
+                                     r"(x{5}|y)*z", r"[ab]*a[ab]{6}"])
+def test_the_horizon_of_a_cyclic_automaton_is_exact(pattern):
+    """``DFA.horizon`` of a minimised cyclic automaton is the number of Moore rounds that split a
+    block: bounded equivalence at that depth already separates every state (so the lexer skips
+    computing classes for it), one byte less does not."""
+    from constrain.regex.automaton import build_dfa, clear_memo
+    from constrain.regex.parse import parse_regex
+
+    clear_memo()
+    dfa = build_dfa(parse_regex(pattern))
+    table, acc = dfa.table, dfa.accepting.astype(np.int64)
+    assert dfa.horizon < dfa.num_states - 1 or dfa.num_states <= 2
+    assert len(set(bounded_equivalence(table, acc, dfa.horizon, min_states=0).tolist())) == dfa.num_states
+    if dfa.horizon > 0:
+        assert len(set(bounded_equivalence(table, acc, dfa.horizon - 1, min_states=0).tolist())) < dfa.num_states

@@ -434,16 +434,16 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
-                 eager_terminals: bool = False) -> None:
+                 eager_terminals: bool = False, chains: bool = True) -> None:
         """``eager_terminals``: build every terminal's automaton now (compile time) instead of when
-        a lexer block first needs it (inside a mask)."""
+        a lexer block first needs it (inside a mask). ``chains``: see ``LexerBlocks``."""
         self.cfg = cfg
         self.index = index
         self.description = description
         self.parser = FastEarley(cfg)
         self.n_terminals = len(cfg.terminals)
         self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len,
-                                  names=cfg.terminal_names)
+                                  names=cfg.terminal_names, chains=chains)
         self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         for t in cfg.ignore:
             self._is_ignore[t] = True

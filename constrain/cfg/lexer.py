@@ -21,7 +21,7 @@ import numpy as np
 
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
-from constrain.regex.automaton import MAX_DFA_STATES, build_dfa
+from constrain.regex.automaton import MAX_DFA_STATES, build_dfa, chain_heads, chain_link, static_piece_dfa
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
 
@@ -32,6 +32,11 @@ READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
 LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS = 10, 11, 12, 13, 14
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
+# rows the transition table (1 KB a state) reserves at once: allocated without being written (the
+# OS commits pages only as rows are written), so a grammar pays for the rows it expands, and the
+# copies of doubling (page faults of a new table plus the copy: 1-3 ms at 2k-8k states, 20-40 ms
+# at 16k-32k) start only past this many; the small per-state arrays keep doubling
+_RESERVED_STATES = 16_384
 
 
 @numba.njit(cache=True)
@@ -40,7 +45,7 @@ def has_room(lx):  # pragma: no cover - numba
     most ``LONGEST`` components each, without growing an array."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -61,30 +66,38 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     and mask class) and its loop bits, unless it has them. Returns READY, NEED_ROOM (Python grows
     the store, ``LexerBlocks.make_room``, and calls again) or FULL (past ``MAX_STATES``).
 
+    Loop bits are the bytes that lead to a state of ``q``'s own mask class (a loop, or a step
+    of a long counted string far from its bound): every string of such bytes up to the longest
+    token is viable from ``q``. (Classes agree on all strings of length <= L, so from ``q``
+    after b1 the state agrees with ``q`` to depth L, after b2 to depth L - 1, and so on.) The walks
+    accept a subtree whole when its bytes are all loop bits.
+
     This is what makes the lexer lazy: the walks call it where they reach a state first, so
     only states some token prefix reaches are ever expanded (a block of 145 JSON keys has ~22k
     product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
         return NEED_ROOM
     n = ctr[N_STATES]
-    n2 = _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, trans, vec_ptr, vec,
-                       hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut)
+    n2 = _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, trans,
+                       vec_ptr, vec, hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut)
     if n2 < 0:
         return FULL
     for s in range(n, n2):
         _describe_state(s, False, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
                         expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
     ctr[N_STATES] = n2
+    cls = mask_class[q]
     for w in range(4):
         bits = np.uint64(0)
         if ctr[LOOP_BITS]:
             for b in range(64):
-                if trans[q, w * 64 + b] == q:
+                t = trans[q, w * 64 + b]
+                if t >= 0 and mask_class[t] == cls:
                     bits |= np.uint64(1) << np.uint64(b)
         loops[q, w] = bits
     expanded[q] = True
@@ -98,7 +111,7 @@ def add_start(lx, starts):  # pragma: no cover - numba
     the caller. Returns its id."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
     n = ctr[N_STATES]
     put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, n)
     _describe_state(n, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class, expanded,
@@ -150,8 +163,8 @@ def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, ve
 
 
 @numba.njit(cache=True)
-def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr, vec, hashes,
-                  slots, n, max_states, single_of, scratch, prev, cut):  # pragma: no cover
+def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr,
+                  vec, hashes, slots, n, max_states, single_of, scratch, prev, cut):  # pragma: no cover
     """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
     (-1 past ``max_states``). The caller (``ensure_expanded``) has checked that the store has room
     for the 256 states a row can add (``has_room``).
@@ -166,10 +179,13 @@ def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, clas
     if hi - lo == 1 and single_of[vec[lo]] == q:
         g = vec[lo]
         base = comp_row[g]
+        shift = comp_shift[g]
         cm = comp_map[g]
         target = prev  # per class of the terminal's map (classes are numbered in byte order, so new
         for c in range(class_width[cm]):  # states come in the order a byte sweep would find them)
             g2 = comp_flat[base + c]
+            if g2 >= 0:
+                g2 += shift
             if g2 >= 0 and single_of[g2] < 0:
                 n = _add_single(g2, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_of)
                 if n < 0:
@@ -195,7 +211,7 @@ def _expand_state(q, comp_flat, comp_row, comp_map, class_maps, class_cuts, clas
             g = vec[j]
             g2 = comp_flat[comp_row[g] + class_maps[comp_map[g], b]]
             if g2 >= 0:
-                scratch[m] = g2
+                scratch[m] = g2 + comp_shift[g]
                 m += 1
         if m == prev_m:  # most bytes lead where the previous byte led
             same = True
@@ -240,32 +256,50 @@ def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_o
 
 
 @numba.njit(cache=True)
-def _append_component(table, accepting, local_class, t, cls_id, base, top, next_class, comp_flat, comp_row, comp_acc,
-                      comp_term, comp_class, comp_cls_id):  # pragma: no cover - numba
-    """Append terminal ``t``'s DFA (class table ``table``, its states numbered from ``base``, its
-    rows from ``top`` in ``comp_flat``) to the component arrays, grown as needed; its mask classes
-    are ``local_class`` numbered from ``next_class``. Returns the arrays and the next free class."""
-    n, width = table.shape
-    comp_flat = grown(comp_flat, top + n * width)
+def _append_copies(tids, t, base, next_class, tpl_row, tpl_states, tpl_width, tpl_map, tpl_n_classes, tpl_acc_off,
+                   tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term, comp_class,
+                   comp_cls_id):  # pragma: no cover - numba
+    """Lay templates ``tids`` out one after another as terminal ``t``'s component states, numbered
+    from ``base``: a copy's states point at its template's rows (``comp_row``), whose targets are
+    relative to the copy's first state (``comp_shift``), so a copy writes per-state facts only,
+    never a row. A copy's mask classes follow the previous copy's. Returns the arrays (grown as
+    needed), the states added and the next free class."""
+    n = 0
+    for j in range(tids.shape[0]):
+        n += tpl_states[tids[j]]
     comp_row = grown(comp_row, base + n)
+    comp_shift = grown(comp_shift, base + n)
     comp_acc = grown(comp_acc, base + n)
     comp_term = grown(comp_term, base + n)
     comp_class = grown(comp_class, base + n)
     comp_cls_id = grown(comp_cls_id, base + n)
-    top_class = next_class - 1
-    for s in range(n):
-        row = top + width * s
-        comp_row[base + s] = row
-        comp_acc[base + s] = accepting[s]
-        comp_term[base + s] = t
-        comp_cls_id[base + s] = cls_id
-        for c in range(width):
-            x = table[s, c]
-            comp_flat[row + c] = x + base if x >= 0 else -1
-        k = local_class[s] + next_class
-        comp_class[base + s] = k
-        top_class = max(top_class, k)
-    return comp_flat, comp_row, comp_acc, comp_term, comp_class, comp_cls_id, top_class + 1
+    g = base
+    cls = next_class
+    for j in range(tids.shape[0]):
+        k = tids[j]
+        w = tpl_width[k]
+        a = tpl_acc_off[k]
+        for s in range(tpl_states[k]):
+            comp_row[g + s] = tpl_row[k] + s * w
+            comp_shift[g + s] = g
+            comp_acc[g + s] = tpl_acc[a + s]
+            comp_term[g + s] = t
+            comp_class[g + s] = cls + tpl_class[a + s]
+            comp_cls_id[g + s] = tpl_map[k]
+        g += tpl_states[k]
+        cls += tpl_n_classes[k]
+    return comp_row, comp_shift, comp_acc, comp_term, comp_class, comp_cls_id, n, cls
+
+
+def _unwritten_rows(rows: np.ndarray, n: int) -> np.ndarray:
+    """``rows`` (2-D) with room for at least ``n`` rows, by doubling; the new rows are allocated
+    by numpy and left unwritten, so the OS commits their memory only as rows are written."""
+    if n <= rows.shape[0]:
+        return rows
+    old = rows.shape[0]
+    out = np.empty((max(n, 2 * old), rows.shape[1]), dtype=rows.dtype)
+    out[:old] = rows[:old]
+    return out
 
 
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
@@ -286,8 +320,11 @@ class LexerBlocks:
     that it lacks room, and the walk resumes."""
 
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0,
-                 names: list[str] | None = None) -> None:
+                 names: list[str] | None = None, chains: bool = True) -> None:
+        """``chains``: lay terminals that start with static pieces out as links
+        (``_append_chain``); False builds every terminal's own DFA (tests compare the two)."""
         self.terminals = terminals
+        self.chains = chains
         self.names = names or []  # for errors
         self.token_depth = token_depth  # the longest token in bytes: states alike that far share masks
         self.ignore = frozenset(ignore)
@@ -299,7 +336,8 @@ class LexerBlocks:
         self._ctr[MAX_STATES] = MAX_LEXER_STATES
         self._ctr[LOOP_BITS] = 1
         # the state store: rows (written when a state is expanded), whether each state is, its
-        # loop bits (the bytes it steps to itself on: bit b & 63 of word b >> 6), accepted
+        # loop bits (the bytes it steps on to a state of its own mask class: bit b & 63 of word
+        # b >> 6; see ``ensure_expanded``), accepted
         # terminals (ptr/flat), mask class, and its live components (ptr/flat, hashes and slots of
         # the vector table, ``constrain._intern``; start states are stored unindexed)
         self._trans = np.empty((0, 256), dtype=np.int32)
@@ -325,6 +363,7 @@ class LexerBlocks:
         self._comp_flat = np.full(1024, -1, dtype=np.int32)
         self._flat_n = 0
         self._comp_row = np.zeros(64, dtype=np.int64)
+        self._comp_shift = np.zeros(64, dtype=np.int64)  # a state's row targets are relative to this
         self._comp_cls_id = np.zeros(64, dtype=np.int64)
         self._class_maps: dict[bytes, int] = {}
         self._class_table = np.zeros((8, 256), dtype=np.int32)  # [maps, 256] byte -> class (rows past the count unused)
@@ -336,6 +375,18 @@ class LexerBlocks:
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
+        # templates: automata whose rows are stored once (targets relative to a copy's first state),
+        # each terminal a sequence of copies; per template its first row, states, row width, class
+        # map, mask classes (count; per state, flat with the accepting flags at ``acc_off``)
+        self._tpl_of: dict[tuple, int] = {}
+        self._link_tpl: dict[int, int] = {}  # static piece -> template of its link
+        self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
+        self._tpl = {name: np.zeros(16, dtype=np.int64)
+                     for name in ("row", "states", "width", "map", "n_classes", "acc_off")}
+        self._tpl_acc = np.zeros(64, dtype=np.bool_)
+        self._tpl_class = np.zeros(64, dtype=np.int64)
+        self._tpl_n = 0
+        self._tpl_items = 0
         self.make_room()
 
     def start_for(self, allowed: frozenset[int]) -> int:
@@ -366,7 +417,7 @@ class LexerBlocks:
                         self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
-                        self._scratch, self._prev, self._cut)
+                        self._scratch, self._prev, self._cut, self._comp_shift)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms)))
         return self._lx
@@ -401,7 +452,7 @@ class LexerBlocks:
             raise GrammarError(f"the lexer automata exceed {MAX_LEXER_STATES} states; simplify the terminals")
 
     def disable_loop_bits(self) -> None:
-        """Mark no state as looping (tests: every walk then steps through every node)."""
+        """Give no state loop bits (tests: every walk then steps through every node)."""
         self._ctr[LOOP_BITS] = 0
         self._loops[:] = 0
 
@@ -411,7 +462,7 @@ class LexerBlocks:
         c = self._ctr
         n, cv_n, k = int(c[N_STATES]), int(c[N_CLASS_VECTORS]), int(c[LONGEST])
         more = 4 * _ROOM_STATES
-        self._trans = grown_rows(self._trans, n + more)
+        self._trans = _unwritten_rows(self._trans, max(n + more, _RESERVED_STATES))
         self._loops = grown_rows(self._loops, n + more)
         self._expanded = grown(self._expanded, n + more)
         self._mask_class = grown(self._mask_class, n + more)
@@ -429,38 +480,115 @@ class LexerBlocks:
 
     # ------------------------------------------------------------------ building
     def _component(self, t: int) -> int:
-        """Start component of terminal ``t``'s DFA (compiled and appended on first use)."""
+        """Start component of terminal ``t``'s automaton (compiled and appended on first use)."""
         start = self._term_start.get(t)
         if start is not None:
             return start
+        node = self.terminals[t]
         try:
-            dfa = build_dfa(self.terminals[t])
+            chain = chain_heads(node) if self.chains else None
+            if chain is None:
+                start = self._append_dfa(t, build_dfa(node))
+            else:
+                start = self._append_chain(t, *chain)
         except EmptyLanguageError:  # a terminal with an empty language never matches
-            self._term_start[t] = -1
-            return -1
+            start = -1
         except RegexError as e:  # too big to build: say which terminal, never treat it as empty
             name = self.names[t] if t < len(self.names) else f"#{t}"
             raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
+        self._term_start[t] = start
+        return start
+
+    def _append_dfa(self, t: int, dfa) -> int:
+        """Terminal ``t`` = ``dfa``; returns its start component."""
+        return self._append_copies(t, [self._dfa_template(dfa)]) + dfa.start
+
+    def _append_chain(self, t: int, ids: list[int], rest: tuple) -> int:
+        """Terminal ``t`` = static pieces ``ids`` (each final state leading into the next piece's
+        start, ``automaton.chain_heads``) followed by ``rest``: a copy of each piece's link
+        (``automaton.chain_link``: its table without the final state, which is the next copy's
+        first state) and of ``rest``'s automaton. A member key costs per-state facts of its
+        characters' spellings, not a DFA of its own built, glued and minimised (60 keys with
+        integer values: 67 -> 7 ms). Exact, though not always minimal, which the lexer does not
+        need; its states get mask classes of their own (finer classes only share less)."""
+        if rest:
+            tail = build_dfa(rest[0] if len(rest) == 1 else ("cat", rest))
+        else:  # the last piece ends the terminal: copied whole, its final state accepting
+            ids, tail = ids[:-1], static_piece_dfa(ids[-1])
+        if tail.start != 0:  # a copy is entered at its first state
+            return self._append_dfa(t, build_dfa(self.terminals[t]))
+        return self._append_copies(t, [self._piece_template(p) for p in ids] + [self._dfa_template(tail)])
+
+    def _append_copies(self, t: int, templates: list[int]) -> int:
+        tp = self._tpl
+        base = self._n_comp
+        (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
+         n, next_class) = _append_copies(
+            np.array(templates, dtype=np.int64), t, base, int(self._ctr[NEXT_CLASS]), tp["row"], tp["states"],
+            tp["width"], tp["map"], tp["n_classes"], tp["acc_off"], self._tpl_acc, self._tpl_class,
+            self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
+        self._ctr[NEXT_CLASS] = next_class
+        self._n_comp = base + n
+        self._lx = None
+        return base
+
+    def _dfa_template(self, dfa) -> int:
+        """Template of ``dfa``: its class table as it is (targets are its own state ids)."""
+        hit = self._tpl_of.get(("dfa", id(dfa)))
+        if hit is not None:
+            return hit
         table = dfa.table if dfa.table is not None else dfa.trans
         classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
+        local = _dfa_classes(dfa, self.token_depth)
+        tid = self._add_template(("dfa", id(dfa)), dfa, table, classes, dfa.accepting, local)
+        return tid
+
+    def _piece_template(self, pid: int) -> int:
+        """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
+        hit = self._link_tpl.get(pid)
+        if hit is not None:
+            return hit
+        rows, classes = chain_link(pid)
+        n = rows.shape[0]
+        tid = self._link_tpl[pid] = self._add_template(("piece", pid), None, rows, classes,
+                                                      np.zeros(n, dtype=np.bool_), np.arange(n, dtype=np.int64))
+        return tid
+
+    def _add_template(self, key: tuple, keep, table: np.ndarray, classes: np.ndarray, accepting: np.ndarray,
+                      local_class: np.ndarray) -> int:
+        n, w = table.shape
+        tid = self._tpl_n
+        tp = self._tpl
+        if tid == tp["row"].shape[0]:
+            for name in tp:
+                tp[name] = _room(tp[name], tid + 1, 0)
+        top, items = self._flat_n, self._tpl_items
+        if top + n * w > self._comp_flat.shape[0]:
+            self._comp_flat = _room(self._comp_flat, top + n * w, -1)
+        self._comp_flat[top: top + n * w] = table.reshape(-1)
+        if items + n > self._tpl_acc.shape[0]:
+            self._tpl_acc = _room(self._tpl_acc, items + n, False)
+            self._tpl_class = _room(self._tpl_class, items + n, 0)
+        self._tpl_acc[items: items + n] = accepting
+        self._tpl_class[items: items + n] = local_class
+        tp["row"][tid], tp["states"][tid], tp["width"][tid] = top, n, w
+        tp["map"][tid], tp["acc_off"][tid] = self._class_map(classes), items
+        tp["n_classes"][tid] = int(local_class.max()) + 1 if n else 0
+        self._flat_n, self._tpl_items, self._tpl_n = top + n * w, items + n, tid + 1
+        self._tpl_of[key] = tid
+        if keep is not None:
+            self._tpl_kept.append(keep)
+        self._lx = None
+        return tid
+
+    def _class_map(self, classes: np.ndarray) -> int:
+        """Id of byte -> class map ``classes`` (stored on first sight)."""
         key = classes.tobytes()
         cls_id = self._class_maps.get(key)
         if cls_id is None:
             cls_id = self._class_maps[key] = len(self._class_maps)
             self._add_class_map(cls_id, classes)
-        base, top = self._n_comp, self._flat_n
-        c = self._ctr
-        (self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
-         next_class) = _append_component(
-            np.ascontiguousarray(table, dtype=np.int32), dfa.accepting.astype(np.bool_, copy=False),
-            _dfa_classes(dfa, self.token_depth).astype(np.int64, copy=False), t, cls_id, base, top, int(c[NEXT_CLASS]),
-            self._comp_flat, self._comp_row, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
-        c[NEXT_CLASS] = next_class
-        self._n_comp = base + dfa.num_states
-        self._flat_n = top + table.shape[0] * table.shape[1]
-        self._term_start[t] = base + dfa.start
-        self._lx = None
-        return base + dfa.start
+        return cls_id
 
     def build_components(self) -> None:
         """Build every terminal's automaton now (``_component`` builds each on first use)."""

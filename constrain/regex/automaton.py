@@ -540,9 +540,10 @@ def _subset_row(q, n, n_t, cur_ustamp, e_ptr, e_lo, e_hi, e_dst, final, n_classe
 @numba.njit(cache=True)
 def _partition(table, accepting):  # pragma: no cover - numba
     """Coarsest partition of a trim DFA's states (block id per state), whether it is acyclic, and
-    the longest path from state 0 when it is. Acyclic automata (literals, word sets, bounded
-    repeats) take one pass in postorder where equal (accepting, (class, successor block)...)
-    signatures merge (Revuz); cyclic ones Moore refinement to the fixpoint."""
+    a horizon bound: the longest path from state 0 when it is acyclic, else the number of Moore
+    rounds that split a block (exact: see ``_moore_rounds``). Acyclic automata (literals, word
+    sets, bounded repeats) take one pass in postorder where equal (accepting, (class, successor
+    block)...) signatures merge (Revuz); cyclic ones Moore refinement to the fixpoint."""
     n, n_cls = table.shape
     # iterative DFS from every state: postorder, or a back edge (cycle)
     color = np.zeros(n, dtype=np.int8)
@@ -628,11 +629,8 @@ def _partition(table, accepting):  # pragma: no cover - numba
         ptr[v + 1] = e
     for v in range(n):
         block[v] = 1 if accepting[v] else 0
-    _moore_rounds(ptr, cls, dst, block, n + 1)  # refines ``block`` in place
-    nb = 0
-    for v in range(n):
-        nb = max(nb, block[v] + 1)
-    return block, nb, False, 0
+    nb, rounds = _moore_rounds(ptr, cls, dst, block, n + 1)  # refines ``block`` in place
+    return block, nb, False, rounds
 
 
 @numba.njit(cache=True)
@@ -672,18 +670,17 @@ def _quotient(table, accepting, block, nb):  # pragma: no cover - numba
 @numba.njit(cache=True)
 def _minimal_quotient(table, accepting):  # pragma: no cover - numba
     """``_partition`` + ``_quotient`` and the horizon (see ``_minimize``), for numba callers."""
-    block, nb, acyclic, height0 = _partition(table, accepting)
+    block, nb, acyclic, bound = _partition(table, accepting)
     out, acc = _quotient(table, accepting, block, nb)
-    rows = out.shape[0]
-    horizon = min(rows - 1, height0) if acyclic else rows - 1
-    return out, acc, horizon
+    return out, acc, min(out.shape[0] - 1, bound)
 
 
 def _minimize(trans: np.ndarray, accepting: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Minimal quotient of a trim DFA, states renumbered in BFS order from the start state 0.
 
     Also returns the *horizon*: a bound on the length of the shortest string telling two distinct
-    states of the result apart (states - 1 in general; the longest path when it is acyclic).
+    states of the result apart: the longest path when it is acyclic, else the number of Moore
+    rounds that split a block (exact).
     """
     table, acc, horizon = _minimal_quotient(np.ascontiguousarray(trans, dtype=np.int32),
                                             np.ascontiguousarray(accepting, dtype=np.bool_))
@@ -720,9 +717,19 @@ def keep_static(node) -> None:
     if node not in _STATIC:
         dfa = build_dfa(node)
         with _memo_lock:  # (two threads may both build it: the first one stored stays)
-            dfa = _STATIC.setdefault(node, dfa)
-            if node[0] == "cat" and len(node[1]) == 1:  # a literal's one piece, as chains hold it
-                _STATIC.setdefault(node[1][0], dfa)
+            for key in (node, node[1][0]) if node[0] == "cat" and len(node[1]) == 1 else (node,):
+                if key not in _STATIC:  # (a literal's one piece too, as chains hold it)
+                    _STATIC[key] = dfa
+                    _STATIC_OBJECTS[id(key)] = key
+            dfa = _STATIC[node]
+
+
+# The node objects ``_STATIC`` holds, by ``id``: the front ends reuse them (a character's
+# spellings are built once per character), so ``chain_heads`` finds a piece without hashing its
+# nested tuples (~5 us a character) when the child *is* the stored node.
+_STATIC_OBJECTS: dict[int, tuple] = {}
+# id of a node in _STATIC_OBJECTS -> (the node, its registry id if it can be a link, else -1)
+_LINK_OF_OBJECT: dict[int, tuple[tuple, int]] = {}
 
 
 class _StaticPieces:
@@ -744,6 +751,9 @@ class _StaticPieces:
         self.states = np.zeros(16, dtype=np.int64)
         self.acc = np.zeros(0, dtype=np.bool_)
         self.acc_off = np.zeros(16, dtype=np.int64)
+        # the one accepting state when it reads nothing more and is not the start (a character's
+        # spellings, a quote), else -1: such a piece can lead straight into the next (``chain_heads``)
+        self.final = np.full(16, -1, dtype=np.int64)
 
     def piece(self, dfa: "DFA") -> int:
         """Registry id of a static automaton (call under ``_memo_lock``)."""
@@ -755,14 +765,18 @@ class _StaticPieces:
         pid = self.n
         if pid == self.classes.shape[0]:
             grow = lambda a: np.concatenate([a, np.zeros_like(a)])  # noqa: E731 - doubling
-            self.classes, self.tab_off, self.width, self.states, self.acc_off = (
-                grow(self.classes), grow(self.tab_off), grow(self.width), grow(self.states), grow(self.acc_off))
+            self.classes, self.tab_off, self.width, self.states, self.acc_off, self.final = (
+                grow(self.classes), grow(self.tab_off), grow(self.width), grow(self.states), grow(self.acc_off),
+                grow(self.final))
         self.classes[pid] = classes
         self.tab_off[pid], self.width[pid], self.states[pid] = self.flat_n, table.shape[1], table.shape[0]
         self.acc_off[pid] = self.acc.shape[0]
         self.flat = np.concatenate([self.flat[: self.flat_n], table.ravel()])
         self.flat_n = self.flat.shape[0]
         self.acc = np.concatenate([self.acc, np.asarray(dfa.accepting, dtype=np.bool_)])
+        ends = np.flatnonzero(dfa.accepting)
+        self.final[pid] = (int(ends[0]) if len(ends) == 1 and ends[0] != dfa.start == 0
+                           and not (table[ends[0]] >= 0).any() else -1)
         self.n += 1
         self.ids[id(dfa)] = pid
         self.kept.append(dfa)
@@ -800,6 +814,66 @@ def _glue_static(pieces: list) -> "DFA | None":
     if not ok:
         return None
     return DFA(accepting=accepting, table=table, classes=classes, horizon=int(horizon))
+
+
+def chain_heads(node) -> "tuple[list[int], tuple] | None":
+    """For a ``cat`` that starts with two or more static automata each ending in one accepting
+    state that reads nothing more (a member key's quotes and characters' spellings): their
+    registry ids in ``_PIECES`` and the children after them. Such pieces need no glue or
+    minimisation: each final state *is* the next piece's start, so the lexer lays a key out as
+    links (``chain_link``) instead of building its DFA. None when fewer than two qualify."""
+    if node[0] != "cat":
+        return None
+    kids = node[1]
+    ids: list[int] = []
+    for child in kids:
+        known = _LINK_OF_OBJECT.get(id(child))
+        if known is not None and known[0] is child:
+            pid = known[1]
+        else:
+            hit = _static_piece(child)
+            if hit is None:
+                break
+            with _memo_lock:
+                pid = _PIECES.piece(hit)
+                if _PIECES.final[pid] < 0:
+                    pid = -1
+                if _STATIC_OBJECTS.get(id(child)) is child:
+                    _LINK_OF_OBJECT[id(child)] = (child, pid)
+        if pid < 0:
+            break
+        ids.append(pid)
+    if len(ids) < 2:
+        return None
+    return ids, kids[len(ids):]
+
+
+_CHAIN_LINKS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def chain_link(pid: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, byte -> class) of static piece ``pid`` as a link of a chain (``chain_heads``): its
+    class table without the final state, states renumbered past it, edges into it sent to the
+    state after the link (the next link's first), so rows are relative to the link's first
+    state. Computed once per process (static pieces live as long)."""
+    hit = _CHAIN_LINKS.get(pid)
+    if hit is not None:
+        return hit
+    with _memo_lock:
+        reg = _PIECES
+        n, w, f = int(reg.states[pid]), int(reg.width[pid]), int(reg.final[pid])
+        table = reg.flat[reg.tab_off[pid]: reg.tab_off[pid] + n * w].reshape(n, w)
+        classes = reg.classes[pid].copy()
+    renumber = np.arange(n, dtype=np.int32) - (np.arange(n) > f).astype(np.int32)
+    renumber[f] = n - 1
+    kept = np.delete(table, f, axis=0)
+    rows = np.ascontiguousarray(np.where(kept >= 0, renumber[np.maximum(kept, 0)], -1), dtype=np.int32)
+    return _CHAIN_LINKS.setdefault(pid, (rows, classes))
+
+
+def static_piece_dfa(pid: int) -> "DFA":
+    """The static automaton registered as ``pid`` in ``_PIECES``."""
+    return _PIECES.kept[pid]
 
 
 def _static_piece(node) -> "DFA | None":

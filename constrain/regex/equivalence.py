@@ -41,20 +41,24 @@ def _signature_hash(s, part, ptr, cls, dst):  # pragma: no cover - numba
 @numba.njit(cache=True)
 def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
     """Up to ``depth`` Moore refinement rounds over a sparse transition list, refining ``part``
-    in place; returns the number of block ids in use.
+    in place; returns (block ids in use, rounds that split a block). After ``k`` rounds two states
+    share a block iff no string of length <= k tells them apart, so when refinement stops on its own
+    after ``r`` splitting rounds, every two states in different blocks differ on a string of length
+    <= ``r``: the partition's exact *horizon*.
 
     Incremental: a round recomputes only the signatures of *candidates*, the states with an edge
     into a state that changed block in the round before (every state in the first round). The
     other members of a block keep one common signature (their successors kept their ids), so a
     touched block splits into the group that agrees with its untouched members, which keeps the
-    id, and new blocks for the rest. Blocks are segments of one state array (partition
+    id, and new blocks for the rest; a block with no untouched member keeps its id for the group
+    with the most predecessors (which would otherwise all be candidates next round). Blocks are segments of one state array (partition
     refinement), so a round costs time in its candidates and moved states only: a counted string,
     where each round splits off about one copy of the body, costs O(copy) a round instead of
     O(automaton). Signatures (which include the block id) are hashed into one open-addressing
     table per round; equal hashes are verified exactly, so a collision can only split, never merge."""
     n = ptr.shape[0] - 1
     if n == 0:
-        return 0
+        return 0, 0
     n_parts = 0
     for s in range(n):
         n_parts = max(n_parts, part[s] + 1)
@@ -94,7 +98,12 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
     cnt = np.zeros(cap, dtype=np.int64)
     count_round = np.full(cap, -1, dtype=np.int64)
     open_round = np.full(cap, -1, dtype=np.int64)
-    keep_taken = np.zeros(cap, dtype=np.bool_)
+    fixed = np.full(cap, -1, dtype=np.int64)  # per block: the group that must keep its id, or -1
+    best = np.full(cap, -1, dtype=np.int64)  # per block: the group keeping its id this round
+    best_round = np.full(cap, -1, dtype=np.int64)
+    g_block = np.empty(2 * n + 1, dtype=np.int64)  # per group: its block, weight, new id
+    g_weight = np.empty(2 * n + 1, dtype=np.int64)
+    g_id = np.empty(2 * n + 1, dtype=np.int64)
     size = 16
     while size < 4 * n + 4:
         size *= 2
@@ -117,13 +126,14 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
                 cnt[b] = 0
             cnt[b] += 1
         first_new = n_parts
+        n_groups = 0  # this round's groups (equal signatures); ``new_id`` first holds a state's group
         for k in range(n_cand):
             s = cand[k]
             b = part[s]
             if open_round[b] != rnd:  # first candidate of its block this round
                 open_round[b] = rnd
-                keep_taken[b] = False
-                if cnt[b] < bsize[b]:  # untouched members exist: their signature keeps the id
+                fixed[b] = -1
+                if cnt[b] < bsize[b]:  # untouched members exist: their signature's group keeps the id
                     j = bstart[b]
                     while is_cand[elems[j]]:
                         j += 1
@@ -135,8 +145,11 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
                     slot_round[i] = rnd
                     slot_h[i] = hr
                     slot_rep[i] = r
-                    slot_id[i] = b
-                    keep_taken[b] = True
+                    slot_id[i] = n_groups
+                    g_block[n_groups] = b
+                    g_weight[n_groups] = 0
+                    fixed[b] = n_groups
+                    n_groups += 1
             x = h[s]
             i = ((x >> 29) ^ x) & mask
             found = -1
@@ -146,17 +159,37 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
                     break
                 i = (i + 1) & mask
             if found < 0:
-                if not keep_taken[b]:  # no untouched members: the first group keeps the id
-                    found = b
-                    keep_taken[b] = True
-                else:
-                    found = n_parts
-                    n_parts += 1
+                found = n_groups
+                g_block[n_groups] = b
+                g_weight[n_groups] = 0
+                n_groups += 1
                 slot_round[i] = rnd
                 slot_h[i] = x
                 slot_rep[i] = s
                 slot_id[i] = found
             new_id[s] = found
+            g_weight[found] += rptr[s + 1] - rptr[s] + 1
+        # which group keeps its block's id: the untouched members' if any, else the group with the
+        # most predecessors. The others move, and the predecessors of moved states are the next
+        # round's candidates, so keeping a hub (a state thousands of edges lead to: "no key any
+        # more" in "string minus keys") in place spares rounds that recompute every state.
+        for grp in range(n_groups):
+            b = g_block[grp]
+            if best_round[b] != rnd:
+                best_round[b] = rnd
+                best[b] = fixed[b] if fixed[b] >= 0 else grp
+            elif fixed[b] < 0 and g_weight[grp] > g_weight[best[b]]:
+                best[b] = grp
+        for grp in range(n_groups):
+            b = g_block[grp]
+            if best[b] == grp:
+                g_id[grp] = b
+            else:
+                g_id[grp] = n_parts
+                n_parts += 1
+        for k in range(n_cand):
+            s = cand[k]
+            new_id[s] = g_id[new_id[s]]
         # phase 2: move the states whose id changed to their new segments (grouped by new id)
         n_moved = 0
         for k in range(n_cand):
@@ -166,7 +199,7 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
                 moved[n_moved] = s
                 n_moved += 1
         if n_moved == 0:
-            break
+            return n_parts, rnd
         for b in range(first_new, n_parts):
             id_pos[b] = 0
         for k in range(n_moved):
@@ -204,9 +237,9 @@ def _moore_rounds(ptr, cls, dst, part, depth):  # pragma: no cover - numba
                     is_cand[s] = True
                     cand[n_cand] = s
                     n_cand += 1
-        if n_cand == 0:
-            break
-    return n_parts  # (``part`` is refined in place; returning the array itself broke numba's cache)
+        if n_cand == 0:  # nothing can split in the next round
+            return n_parts, rnd + 1
+    return n_parts, depth  # (``part`` is refined in place; returning the array itself broke numba's cache)
 
 
 def bounded_equivalence(trans: np.ndarray, tags: np.ndarray, depth: int, min_states: int = MIN_STATES) -> np.ndarray:
