@@ -1,6 +1,8 @@
 """Lexer DFAs: one per set of terminals a parser context allows, all in one global state space.
 
-Each terminal is compiled once to its minimal, trimmed byte DFA (``regex.automaton.build_dfa``).
+Each terminal is compiled once to a trimmed byte DFA: its minimal DFA (``regex.automaton.build_dfa``),
+or, for a terminal that starts with static pieces (a member key's characters), links of those
+pieces followed by the rest's DFA (``LexerBlocks._append_chain``).
 A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
 vector of the components still alive (one per terminal), labelled by the terminals whose
 component accepts. The product is built in numba, lazily: a state gets its row only when a walk
@@ -520,6 +522,8 @@ class LexerBlocks:
         return self._append_copies(t, [self._piece_template(p) for p in ids] + [self._dfa_template(tail)])
 
     def _append_copies(self, t: int, templates: list[int]) -> int:
+        """Terminal ``t``'s component states: copies of ``templates`` one after another (the
+        numba ``_append_copies``); returns the first."""
         tp = self._tpl
         base = self._n_comp
         (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
@@ -556,6 +560,8 @@ class LexerBlocks:
 
     def _add_template(self, key: tuple, keep, table: np.ndarray, classes: np.ndarray, accepting: np.ndarray,
                       local_class: np.ndarray) -> int:
+        """Store a template (rows relative to a copy's first state) once; ``keep`` is the object
+        its ``key`` names by ``id`` (kept alive so that no id is reused)."""
         n, w = table.shape
         tid = self._tpl_n
         tp = self._tpl
@@ -598,9 +604,10 @@ class LexerBlocks:
     def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
         doubling, so a new map costs one row, not a restack)."""
-        self._class_table = grown_rows(self._class_table, cls_id + 1)
-        self._class_cuts = grown_rows(self._class_cuts, cls_id + 1)
-        self._class_width = _room(self._class_width, cls_id + 1, 0)
+        if cls_id >= self._class_table.shape[0]:
+            self._class_table = _unwritten_rows(self._class_table, cls_id + 1)
+            self._class_cuts = _unwritten_rows(self._class_cuts, cls_id + 1)
+            self._class_width = _room(self._class_width, cls_id + 1, 0)
         self._class_table[cls_id] = classes
         self._class_width[cls_id] = int(classes.max()) + 1
         self._class_cuts[cls_id, 0] = True
