@@ -54,3 +54,26 @@ def test_shared_string_terminals_keep_the_language(real_vocab):
     for doc in docs:
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
         assert compiled.accepts_text(text) == validator.is_valid(doc), text
+
+
+def test_a_format_automaton_is_built_once_per_process():
+    """A format's strings (email: 5,516 states, past the LRU memo's size limit) are kept for the
+    process once a schema builds them: clearing the grammar memos keeps them, a later schema gets
+    the same automaton without building it, and its language is still the format's."""
+    schema = {"type": "object", "properties": {"e": {"type": "string", "format": "email"}}}
+    automaton.clear_memo()
+    first = [automaton.build_dfa(t) for t in Grammar.from_json_schema(schema)._ast.terminals]
+    automaton.clear_memo()
+    again = [automaton.build_dfa(t) for t in Grammar.from_json_schema(schema)._ast.terminals]
+    big = [i for i, d in enumerate(first) if d.num_states > 4096]
+    assert big, "the email terminal should be the big one"
+    assert all(again[i] is first[i] for i in big)
+    other = Grammar.from_json_schema({"type": "string", "format": "email"}, whitespace="compact")
+    assert any(automaton.build_dfa(t) is first[big[0]] for t in other._ast.terminals)
+    from constrain import compile as compile_grammar
+    from tokenizer_index import TokenizerIndex
+
+    index = TokenizerIndex.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+    compiled = compile_grammar(Grammar.from_json_schema(schema), index, cache=False)
+    assert compiled.accepts_text('{"e":"a.b@example.com"}')
+    assert not compiled.accepts_text('{"e":"a.b@@example.com"}')

@@ -1664,7 +1664,9 @@ def _format_string(fmt: str):
         for rx, cap in pieces:
             piece = js.spell_decoded(parse_regex(rx))
             spelled.append(piece if cap is None else boolean.intersect(piece, js.chars(0, cap)))
-        _FORMAT_CACHE[fmt] = num.cat(js.QUOTE, *spelled, js.QUOTE)
+        node = num.cat(js.QUOTE, *spelled, js.QUOTE)
+        automaton.keep_static_when_built(node)  # built by the first schema that reaches it, then kept
+        _FORMAT_CACHE[fmt] = node
     return _FORMAT_CACHE[fmt]
 
 

@@ -724,6 +724,20 @@ def keep_static(node) -> None:
             dfa = _STATIC[node]
 
 
+# Nodes whose automaton joins ``_STATIC`` once something builds it, by ``id`` (the caller keeps the
+# node object): schema-independent languages too costly to build again and too rare to build in
+# ``warmup`` (a format's strings: email 5,516 states, ~30 ms; past the LRU memo's size limit, so
+# before this every schema using it rebuilt it).
+_STATIC_WHEN_BUILT: dict[int, tuple] = {}
+
+
+def keep_static_when_built(node) -> None:
+    """Keep ``node``'s automaton for the process once it is built (see ``_STATIC_WHEN_BUILT``);
+    for a bounded set of grammar-independent languages, passed as the same object each time."""
+    with _memo_lock:
+        _STATIC_WHEN_BUILT[id(node)] = node
+
+
 # The node objects ``_STATIC`` holds, by ``id``: the front ends reuse them (a character's
 # spellings are built once per character), so ``chain_heads`` finds a piece without hashing its
 # nested tuples (~5 us a character) when the child *is* the stored node.
@@ -969,6 +983,10 @@ def build_dfa(node, source: str | None = None) -> DFA:
         return hit
     with gc_paused():
         dfa = _build_dfa(node, source)
+    if _STATIC_WHEN_BUILT.get(id(node)) is node:
+        with _memo_lock:
+            dfa = _STATIC.setdefault(node, dfa)
+        return dfa
     if dfa.num_states <= _MEMO_MAX_STATES:
         with _memo_lock:
             _MEMO[node] = dfa
