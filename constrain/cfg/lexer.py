@@ -293,17 +293,6 @@ def _append_copies(tids, t, base, next_class, tpl_row, tpl_states, tpl_width, tp
     return comp_row, comp_shift, comp_acc, comp_term, comp_class, comp_cls_id, n, cls
 
 
-def _unwritten_rows(rows: np.ndarray, n: int) -> np.ndarray:
-    """``rows`` (2-D) with room for at least ``n`` rows, by doubling; the new rows are allocated
-    by numpy and left unwritten, so the OS commits their memory only as rows are written."""
-    if n <= rows.shape[0]:
-        return rows
-    old = rows.shape[0]
-    out = np.empty((max(n, 2 * old), rows.shape[1]), dtype=rows.dtype)
-    out[:old] = rows[:old]
-    return out
-
-
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
     """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
     if n <= a.shape[0]:
@@ -381,7 +370,6 @@ class LexerBlocks:
         # each terminal a sequence of copies; per template its first row, states, row width, class
         # map, mask classes (count; per state, flat with the accepting flags at ``acc_off``)
         self._tpl_of: dict[tuple, int] = {}
-        self._link_tpl: dict[int, int] = {}  # static piece -> template of its link
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
         self._tpl = {name: np.zeros(16, dtype=np.int64)
                      for name in ("row", "states", "width", "map", "n_classes", "acc_off")}
@@ -464,7 +452,7 @@ class LexerBlocks:
         c = self._ctr
         n, cv_n, k = int(c[N_STATES]), int(c[N_CLASS_VECTORS]), int(c[LONGEST])
         more = 4 * _ROOM_STATES
-        self._trans = _unwritten_rows(self._trans, max(n + more, _RESERVED_STATES))
+        self._trans = grown_rows(self._trans, max(n + more, _RESERVED_STATES))
         self._loops = grown_rows(self._loops, n + more)
         self._expanded = grown(self._expanded, n + more)
         self._mask_class = grown(self._mask_class, n + more)
@@ -549,14 +537,13 @@ class LexerBlocks:
 
     def _piece_template(self, pid: int) -> int:
         """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
-        hit = self._link_tpl.get(pid)
+        hit = self._tpl_of.get(("piece", pid))
         if hit is not None:
             return hit
         rows, classes = chain_link(pid)
         n = rows.shape[0]
-        tid = self._link_tpl[pid] = self._add_template(("piece", pid), None, rows, classes,
-                                                      np.zeros(n, dtype=np.bool_), np.arange(n, dtype=np.int64))
-        return tid
+        return self._add_template(("piece", pid), None, rows, classes, np.zeros(n, dtype=np.bool_),
+                                  np.arange(n, dtype=np.int64))
 
     def _add_template(self, key: tuple, keep, table: np.ndarray, classes: np.ndarray, accepting: np.ndarray,
                       local_class: np.ndarray) -> int:
@@ -605,8 +592,8 @@ class LexerBlocks:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
         doubling, so a new map costs one row, not a restack)."""
         if cls_id >= self._class_table.shape[0]:
-            self._class_table = _unwritten_rows(self._class_table, cls_id + 1)
-            self._class_cuts = _unwritten_rows(self._class_cuts, cls_id + 1)
+            self._class_table = grown_rows(self._class_table, cls_id + 1)
+            self._class_cuts = grown_rows(self._class_cuts, cls_id + 1)
             self._class_width = _room(self._class_width, cls_id + 1, 0)
         self._class_table[cls_id] = classes
         self._class_width[cls_id] = int(classes.max()) + 1
