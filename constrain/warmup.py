@@ -42,4 +42,12 @@ def warmup() -> float:
                                              "c": {"type": "string", "maxLength": 20}}}
     for whitespace in ("compact", "flexible"):
         Grammar.from_json_schema(free, whitespace=whitespace)
+    # the store-growing helpers, per dtype the lexer grows (a big block grows its class tables)
+    import numpy as np
+
+    from constrain._intern import grown, grown_rows
+
+    for dtype in (np.int32, np.int64, np.uint64, np.bool_):
+        grown_rows(np.zeros((1, 4), dtype=dtype), 2)
+        grown(np.zeros(1, dtype=dtype), 2)
     return time.perf_counter() - t0

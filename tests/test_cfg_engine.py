@@ -217,6 +217,39 @@ def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
         ms.advance(t)
 
 
+def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():
+    """The walks' bitmap kernels against a plain bit-by-bit model: ``_set_run`` (a subtree's run of
+    positions, masked first and last words) and ``_ordered_to_words`` (byte order -> token ids,
+    scattering the unset positions instead when most are set)."""
+    from constrain.cfg.engine import _ordered_to_words, _set_run
+
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        n = int(rng.integers(1, 200))
+        a = int(rng.integers(0, n + 1))
+        b = int(rng.integers(a, n + 1))
+        words = rng.integers(0, 2**32, size=(n + 31) // 32, dtype=np.uint64).astype(np.uint32)
+        want = np.unpackbits(words.view(np.uint8), bitorder="little")
+        want[a:b] = 1
+        _set_run(words, a, b)
+        assert (np.unpackbits(words.view(np.uint8), bitorder="little") == want).all(), (n, a, b)
+    for n in (1, 31, 32, 33, 1000, 4099):
+        ids = rng.permutation(n + 40)[:n].astype(np.int32)  # trie positions -> ids, with id holes
+        width = (n + 40 + 31) // 32
+        all_words = np.zeros(width, dtype=np.uint32)
+        np.bitwise_or.at(all_words, ids >> 5, np.uint32(1) << (ids & 31).astype(np.uint32))
+        for density in (0.0, 0.2, 0.5, 0.8, 0.999, 1.0):
+            on = rng.random(n) < density
+            ordered = np.zeros((n + 31) // 32, dtype=np.uint32)
+            np.bitwise_or.at(ordered, np.flatnonzero(on) >> 5, np.uint32(1) << (np.flatnonzero(on) & 31).astype(np.uint32))
+            out = np.zeros(width, dtype=np.uint32)
+            out[0] = 1 << 3  # bits already set stay set
+            want = out.copy()
+            np.bitwise_or.at(want, ids[on] >> 5, np.uint32(1) << (ids[on] & 31).astype(np.uint32))
+            _ordered_to_words(ordered, ids, all_words, out)
+            assert (out == want).all(), (n, density)
+
+
 def _same_masks_along(index, fast, slow, texts: list[str], tok) -> None:
     """Masks of two compilations of one grammar agree along each text's real tokens."""
     for text in texts:

@@ -77,3 +77,44 @@ def test_a_format_automaton_is_built_once_per_process():
     compiled = compile_grammar(Grammar.from_json_schema(schema), index, cache=False)
     assert compiled.accepts_text('{"e":"a.b@example.com"}')
     assert not compiled.accepts_text('{"e":"a.b@@example.com"}')
+
+
+ENUMS = {"type": "object", "properties": {
+    "a": {"enum": ["off", "warning", "error"]}, "b": {"enum": ["off", "warning", "error"]},
+    "c": {"enum": ["x", 1]}, "d": {"const": "k"}}, "additionalProperties": False}
+
+
+def _terminals_accepting(grammar, text: str) -> list:
+    from constrain.regex.automaton import build_dfa
+
+    def accepts(node) -> bool:
+        d = build_dfa(node)
+        s = d.start
+        for b in text.encode():
+            s = int(d.trans[s, b]) if s >= 0 else -1
+        return s >= 0 and bool(d.accepting[s])
+    return [t for t in grammar._ast.terminals if accepts(t)]
+
+
+def test_an_enum_of_strings_is_one_terminal_shared_by_its_keys():
+    """A choice of strings is a value terminal of its own (like a string schema), so a key's
+    terminal does not carry a copy of it and equal enums share it; an enum holding a non-string,
+    and a const, stay merged into their key."""
+    g = Grammar.from_json_schema(ENUMS, whitespace="compact")
+    assert len(_terminals_accepting(g, '"warning"')) == 1
+    assert _terminals_accepting(g, '"c":1') and _terminals_accepting(g, '"d":"k"')
+
+
+def test_enum_terminals_keep_the_language(real_vocab):
+    _, index = real_vocab("smollm2")
+    import constrain
+
+    for whitespace in ("compact", "flexible"):
+        compiled = constrain.compile(Grammar.from_json_schema(ENUMS, whitespace=whitespace), index, cache=False)
+        validator = jsonschema.Draft202012Validator(ENUMS)
+        docs = [{"a": "off", "b": "error"}, {"a": "of"}, {"a": "offf"}, {"b": "warning", "c": 1, "d": "k"},
+                {"c": "x"}, {"c": "1"}, {"d": "kk"}, {"a": "\u006ff\u0066"}, {"e": "off"}]
+        for doc in docs:
+            for text in (json.dumps(doc, separators=(",", ":")), json.dumps(doc, ensure_ascii=True).replace("o", "\\u006f")):
+                expect = validator.is_valid(doc) and (whitespace == "flexible" or " " not in text)
+                assert compiled.accepts_text(text) == expect, (whitespace, text)

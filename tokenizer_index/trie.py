@@ -171,6 +171,20 @@ def _subtree_bytes_kernel(byte, depth, max_depth):  # pragma: no cover - numba
     return out
 
 
+def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
+    """``uint32 [n_words]``: the bitmask of every token id in ``trie``, built once per width and kept
+    on it. A walk that allowed most of the trie clears the few positions it did not allow from
+    this instead of setting each allowed id."""
+    cache = trie.__dict__.setdefault("_id_words", {})
+    got = cache.get(n_words)
+    if got is None:
+        got = np.zeros(n_words, dtype=np.uint32)
+        ids = trie.ids.astype(np.int64)
+        np.bitwise_or.at(got, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        cache[n_words] = got
+    return got
+
+
 def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
     """``uint64 [M, 4]``: the set of bytes in each node's subtree (its own byte included), built once
     and kept on ``nodes``. A walk in a state that loops on all of them accepts the whole subtree."""

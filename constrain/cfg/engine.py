@@ -32,9 +32,9 @@ from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
-from constrain.walk import copy_duplicate_bits, popcount
+from constrain.walk import _popcount, copy_duplicate_bits, popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import subtree_bytes, trie_nodes
+from tokenizer_index.trie import id_words, subtree_bytes, trie_nodes
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -43,6 +43,25 @@ LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 _NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _set_run(ordered, a, b):  # pragma: no cover - numba
+    """Set bits ``[a, b)`` of a bitmap: a masked first and last word, whole words between (a subtree
+    accepted whole is a run of positions; most runs are short)."""
+    if a >= b:
+        return
+    wa = a >> 5
+    wb = (b - 1) >> 5
+    lo = np.uint32(0xFFFFFFFF) << np.uint32(a & 31)
+    hi = np.uint32(0xFFFFFFFF) >> np.uint32(31 - ((b - 1) & 31))
+    if wa == wb:
+        ordered[wa] |= lo & hi
+        return
+    ordered[wa] |= lo
+    for w in range(wa + 1, wb):
+        ordered[w] = np.uint32(0xFFFFFFFF)
+    ordered[wb] |= hi
 
 
 @numba.njit(cache=True, nogil=True)
@@ -94,15 +113,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             a = sub_start[i]
             b2 = sub_start[skip[i]]
             count += b2 - a
-            while a < b2 and (a & 31) != 0:  # bits up to a word boundary, whole words, the rest
-                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                a += 1
-            while a + 32 <= b2:
-                ordered[a >> 5] = np.uint32(0xFFFFFFFF)
-                a += 32
-            while a < b2:
-                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                a += 1
+            _set_run(ordered, a, b2)
             i = skip[i]
             continue
         b = byte[i]
@@ -181,7 +192,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, max_depth,
+def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
                 out_words, ev_node, ev_state):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted).
@@ -217,15 +228,7 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
                 and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
             a = sub_start[i]
             b2 = sub_start[skip[i]]
-            while a < b2 and (a & 31) != 0:  # bits up to a word boundary, whole words, the rest
-                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                a += 1
-            while a + 32 <= b2:
-                ordered[a >> 5] = np.uint32(0xFFFFFFFF)
-                a += 32
-            while a < b2:
-                ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                a += 1
+            _set_run(ordered, a, b2)
             any_run = True
             i = skip[i]
             continue
@@ -243,21 +246,40 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
         i += 1
     if any_run:
-        _ordered_to_words(ordered, trie_ids, out_words)
+        _ordered_to_words(ordered, trie_ids, all_words, out_words)
     return n_ev
 
 
 @numba.njit(cache=True, nogil=True)
-def _ordered_to_words(ordered, trie_ids, out_words):  # pragma: no cover - numba
-    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order)."""
+def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no cover - numba
+    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order).
+
+    The positions map to ids one by one (a scatter); when most are set, the few that are not are
+    scattered instead and cleared from ``all_words`` (every id of the trie): a string body allows
+    ~95% of a vocabulary, and its 50k-130k scatters cost 40-100 us."""
+    n = trie_ids.shape[0]
+    ones = _popcount(ordered)
+    if 2 * ones <= n:
+        for w in range(ordered.shape[0]):
+            bits = ordered[w]
+            if bits == 0:
+                continue
+            for k in range(32):
+                if (bits >> np.uint32(k)) & np.uint32(1):
+                    t = trie_ids[w * 32 + k]
+                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        return
+    unset = np.zeros(all_words.shape[0], dtype=np.uint32)
     for w in range(ordered.shape[0]):
-        bits = ordered[w]
+        bits = ~ordered[w]
         if bits == 0:
             continue
-        for k in range(32):
+        for k in range(min(32, n - w * 32)):
             if (bits >> np.uint32(k)) & np.uint32(1):
                 t = trie_ids[w * 32 + k]
-                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+    for w in range(all_words.shape[0]):
+        out_words[w] |= all_words[w] & ~unset[w]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -352,15 +374,7 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             if whole:
                 a = sub_start[i]
                 b2 = sub_start[skip[i]]
-                while a < b2 and (a & 31) != 0:
-                    ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                    a += 1
-                while a + 32 <= b2:
-                    ordered[a >> 5] = np.uint32(0xFFFFFFFF)
-                    a += 32
-                while a < b2:
-                    ordered[a >> 5] |= np.uint32(1) << np.uint32(a & 31)
-                    a += 1
+                _set_run(ordered, a, b2)
                 i = skip[i]
                 continue
             b = byte[i]
@@ -705,7 +719,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
                                     ordered, roots, root_c, root_g, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, words)
+                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
@@ -730,7 +744,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, words)
+                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
@@ -752,7 +766,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         sub_bytes = subtree_bytes(nodes)
         while True:
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
-                               sub_bytes, nodes.token_start, trie.ids, trie.max_len, inside, ev_node, ev_state)
+                               sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
+                               inside, ev_node, ev_state)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)

@@ -63,6 +63,7 @@ MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = 128
 MAX_DFA_COUNTED_LENGTH = 4096
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
+STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
 MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
 MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
@@ -773,7 +774,13 @@ class _Builder:
         pieces = [self._literal(c, mode) for c in candidates]
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
-        return num.alt(*_dedupe(pieces))
+        out = num.alt(*_dedupe(pieces))
+        # a choice of strings is a value terminal of its own, like a string schema: merged into its
+        # key's terminal, each key of an object would build its value's automaton (and glue and
+        # minimise it) when the object's lexer block is built, used or not
+        if STANDALONE_ENUM and len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates):
+            self._standalone.add(out)
+        return out
 
     def _literal(self, value: Any, mode: str = "exact"):
         """The JSON spellings of ``value`` (a const/enum member).
