@@ -159,3 +159,40 @@ def test_repeated_alternations_share_one_nfa_fragment_exactly():
         for chars in itertools.product("abcx", repeat=n):
             text = "".join(chars)
             assert dfa.accepts(text.encode()) == bool(re.fullmatch(pattern, text)), text
+
+
+def _json_enum(values) -> tuple:
+    from constrain.json_schema import strings
+    from constrain.regex.ast import alt
+
+    return alt(*[strings.string_literal(v) for v in dict.fromkeys(values)])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_big_enums_of_json_strings_are_spelled_tries(seed):
+    """An enum of strings, each character in every JSON spelling (raw, short escape, \\uXXXX in
+    either case, surrogate pairs), as a spelled trie: the NFA path's minimal DFA exactly."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = "abcAé日😀\"\\\n/ " if seed % 2 else "abcdefghij-_"
+    values = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(rng.randint(12, 60))]
+    node = _json_enum(values)
+    spelled = automaton._spelled_trie_dfa(node)
+    assert spelled is not None
+    assert _same(spelled, _via_nfa(node))
+
+
+def test_a_spelled_trie_whose_pieces_clash_is_left_to_the_nfa_path():
+    """Pieces that are no prefix code ("a" and "ab" as one piece), or two pieces sharing a word at
+    one node, cannot be spelled edge by edge: the NFA path decides (same language either way)."""
+    from constrain.regex.ast import alt
+
+    not_a_code = alt(lit("a"), lit("ab"))
+    node = alt(*[cat(not_a_code, lit(f"{k:03d}")) for k in range(40)])
+    assert automaton._spelled_trie_dfa(node) is None
+    overlapping = alt(*[cat(alt(lit("x"), lit("y")), lit(f"{k:03d}")) for k in range(40)]
+                      + [cat(alt(lit("y"), lit("z")), lit(f"{k:03d}")) for k in range(40)])
+    assert automaton._spelled_trie_dfa(overlapping) is None
+    clear_memo()
+    assert _same(build_dfa(overlapping), _via_nfa(overlapping))

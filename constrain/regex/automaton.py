@@ -1012,6 +1012,9 @@ def _build_dfa(node, source: str | None) -> DFA:
     glued = _concatenation(node)
     if glued is not None:
         return glued
+    spelled = _spelled_trie_dfa(node)
+    if spelled is not None:
+        return spelled
     return _via_nfa(node, source)
 
 
@@ -1356,6 +1359,138 @@ def _spell(node) -> list[bytes]:
         if k >= node[2]:
             out.extend(layer)
     return out
+
+
+_SPELLED_TRIE_PIECES = 96  # below this many pieces in all, the NFA path is as fast (~0.5 ms)
+
+
+def _piece_trie(words: list[bytes]):
+    """A piece's words as a trie: (sources, bytes, targets, inner states), state 0 where the piece
+    starts, 1.. its inner states, -1 where it ends; None when a word is empty or a proper prefix
+    of another (a JSON spelling set never is: each character's spellings are a prefix code)."""
+    edges = {}
+    n = 1
+    for w in words:
+        if not w:
+            return None
+        s = 0
+        for b in w[:-1]:
+            t = edges.get((s, b))
+            if t is None:
+                t = edges[(s, b)] = n
+                n += 1
+            elif t < 0:
+                return None
+            s = t
+        t = edges.get((s, w[-1]))
+        if t is not None and t >= 0:
+            return None
+        edges[(s, w[-1])] = -1
+    keys = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
+    return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges)), n - 1
+
+
+def _spelled_trie_dfa(node) -> DFA | None:
+    """Minimal DFA of an alternation of concatenations of small finite pieces (an enum of JSON
+    strings: each character a piece of its every spelling), without the NFA: a trie over the
+    pieces (values sharing a prefix share its nodes), each trie edge spelled as a copy of its
+    piece's own word trie, the pieces branching at one node merged word by word (they must not
+    clash: no word of one a prefix of another's; else None and the NFA path decides), then
+    minimised (acyclic: one Revuz pass). A 70-value enum: 42 ms -> 2.7 ms."""
+    if node[0] != "alt" or sum(len(c[1]) if c[0] == "cat" else 1 for c in node[1]) < _SPELLED_TRIE_PIECES:
+        return None
+    index_of_id, index_of, pieces = {}, {}, []
+    seqs = []
+    for c in node[1]:
+        seq = []
+        for p in (c[1] if c[0] == "cat" else (c,)):
+            k = index_of_id.get(id(p))
+            if k is None:
+                k = index_of.get(p)
+                if k is None:
+                    k = index_of[p] = len(pieces)
+                    pieces.append(p)
+                index_of_id[id(p)] = k
+            seq.append(k)
+        seqs.append(seq)
+    words, tries = [], []
+    for p in pieces:
+        w = _finite_words(p, 64)
+        t = _piece_trie(w) if w else None
+        if t is None:
+            return None
+        words.append(w)
+        tries.append(t)
+    kids = [{}]
+    ends = [False]
+    for seq in seqs:
+        u = 0
+        for k in seq:
+            v = kids[u].get(k)
+            if v is None:
+                v = kids[u][k] = len(kids)
+                kids.append({})
+                ends.append(False)
+            u = v
+        ends[u] = True
+    n_nodes = len(kids)
+    # nodes with one piece (deep inside values): copies of that piece's trie, gathered at once
+    one = [(u, *next(iter(d.items()))) for u, d in enumerate(kids) if len(d) == 1]
+    ptr = np.zeros(len(pieces) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(t[0]) for t in tries])
+    t_src = np.concatenate([t[0] for t in tries])
+    t_byte = np.concatenate([t[1] for t in tries])
+    t_dst = np.concatenate([t[2] for t in tries])
+    inner = np.array([t[3] for t in tries], dtype=np.int64)
+    srcs, byts, dsts = [], [], []
+    n = n_nodes
+    if one:
+        U, P, V = (np.array(x, dtype=np.int64) for x in zip(*one))
+        lens = ptr[P + 1] - ptr[P]
+        off = n + np.cumsum(inner[P]) - inner[P]  # first inner state of each copy
+        n += int(inner[P].sum())
+        rep = np.repeat(np.arange(len(U)), lens)
+        e = np.repeat(ptr[P], lens) + (np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens))
+        s_rel, d_rel = t_src[e], t_dst[e]
+        srcs.append(np.where(s_rel == 0, U[rep], off[rep] + s_rel - 1))
+        byts.append(t_byte[e])
+        dsts.append(np.where(d_rel < 0, V[rep], off[rep] + d_rel - 1))
+    for u, d in enumerate(kids):
+        if len(d) < 2:
+            continue
+        edges = {}  # several pieces (values branch): their words merged, which must not clash
+        for k, v in d.items():
+            for w in words[k]:
+                s = u
+                for b in w[:-1]:
+                    t = edges.get((s, b))
+                    if t is None:
+                        t = edges[(s, b)] = n
+                        n += 1
+                    elif t < n_nodes:
+                        return None
+                    s = t
+                t = edges.get((s, w[-1]))
+                if t is None:
+                    edges[(s, w[-1])] = v
+                elif t != v:
+                    return None
+        keys = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
+        srcs.append(keys[:, 0])
+        byts.append(keys[:, 1])
+        dsts.append(np.fromiter(edges.values(), dtype=np.int64, count=len(edges)))
+    if n > 4 * MAX_DFA_STATES:
+        return None
+    src = np.concatenate(srcs); byt = np.concatenate(byts); dst = np.concatenate(dsts)
+    used = np.unique(byt)
+    col = np.zeros(256, dtype=np.int32)
+    col[used] = np.arange(1, len(used) + 1, dtype=np.int32)
+    rows = np.full((n, len(used) + 1), DEAD, dtype=np.int32)
+    rows[src, col[byt]] = dst
+    accepting = np.zeros(n, dtype=np.bool_)
+    accepting[:n_nodes] = ends
+    table, acc, horizon = _minimize(rows, accepting)
+    return DFA(accepting=acc, table=table, classes=col, horizon=horizon)
 
 
 def _byte_set_dfa(ranges) -> DFA:
