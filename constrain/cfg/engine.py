@@ -193,7 +193,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 @numba.njit(cache=True, nogil=True)
 def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
-                out_words, ev_node, ev_state):  # pragma: no cover
+                out_words, ev_node, ev_state, ended):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted).
 
@@ -210,6 +210,7 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
     expanded = lx[LX_EXPANDED]
     loops = lx[LX_LOOPS]
     acc_ptr = lx[LX_ACC_PTR]
+    acc_terms = lx[LX_ACC_TERMS]
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
@@ -241,6 +242,8 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
             ev_node[n_ev] = i
             ev_state[n_ev] = g
             n_ev += 1
+            for a in range(acc_ptr[g], acc_ptr[g + 1]):
+                ended[acc_terms[a]] = True
         t = token[i]
         if t >= 0:
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
@@ -280,17 +283,6 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
                 unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
     for w in range(all_words.shape[0]):
         out_words[w] |= all_words[w] & ~unset[w]
-
-
-@numba.njit(cache=True, nogil=True)
-def _ended_terminals(ev_state, acc_ptr, acc_terms, n_terminals):  # pragma: no cover - numba
-    """The terminals that may end at some event state, ascending."""
-    seen = np.zeros(n_terminals, dtype=np.bool_)
-    for e in range(ev_state.shape[0]):
-        g = ev_state[e]
-        for a in range(acc_ptr[g], acc_ptr[g + 1]):
-            seen[acc_terms[a]] = True
-    return np.flatnonzero(seen)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -476,6 +468,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
+        self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
+        self._cfg_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the parser walks' stacks
         subtree_bytes(trie_nodes(index.trie))  # once per vocabulary (~3 ms): not inside a first mask
         if eager_terminals:
             self.lexers.build_components()
@@ -707,8 +701,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         if len(roots) == 0:
             return words
-        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
-        cfg_g = np.empty_like(cfg_c)
+        cfg_c, cfg_g = self._config_buffers(trie)
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
         pos = np.array([0, -1], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
@@ -719,17 +712,26 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
                                     ordered, roots, root_c, root_g, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
+                if ordered.any():  # some subtree was accepted whole
+                    _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
             self._serve(need)
 
+    def _config_buffers(self, trie) -> tuple[np.ndarray, np.ndarray]:
+        """The parser walks' configuration stacks (per depth, up to MAX_CONFIGS), allocated once
+        (~0.7 MB: allocating them for every walk cost more than most walks; the walks run under
+        the lock and never nest)."""
+        if self._cfg_buffers is None:
+            cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
+            self._cfg_buffers = (cfg_c, np.empty_like(cfg_c))
+        return self._cfg_buffers
+
     def _combined_walk(self, configs, nodes, trie) -> np.ndarray:
         """One walk of the whole trie carrying the configuration set (``_walk_cfg``)."""
-        cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
-        cfg_g = np.empty_like(cfg_c)
+        cfg_c, cfg_g = self._config_buffers(trie)
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
         cfg_c[0, : len(configs)] = [c for c, _ in configs]
         cfg_g[0, : len(configs)] = [g for _, g in configs]
@@ -744,7 +746,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
+                if ordered.any():  # some subtree was accepted whole
+                    _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
@@ -761,20 +764,21 @@ class CFGCompiledGrammar(CompiledGrammar):
         trie = self.index.trie
         nodes = trie_nodes(trie)
         inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
-        ev_node = np.empty(len(nodes.byte), dtype=np.int32)
-        ev_state = np.empty(len(nodes.byte), dtype=np.int32)
+        if self._event_buffers is None:  # reused (the walks run under the lock; results are copied out)
+            self._event_buffers = (np.empty(len(nodes.byte), dtype=np.int32), np.empty(len(nodes.byte), dtype=np.int32))
+        ev_node, ev_state = self._event_buffers
+        ended = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         sub_bytes = subtree_bytes(nodes)
         while True:
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
-                               inside, ev_node, ev_state)
+                               inside, ev_node, ev_state, ended)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)
             inside[:] = 0
         ev_state = ev_state[:n_ev].copy()
-        acc_ptr, acc_terms = self.lexers.arrays()
-        ev_terms = _ended_terminals(ev_state, acc_ptr, acc_terms, max(self.n_terminals, 1)).tolist()
+        ev_terms = np.flatnonzero(ended).tolist()
         hit = (inside, ev_node[:n_ev].copy(), ev_state, ev_terms)
         self._lexer_parts[cls] = hit
         return hit

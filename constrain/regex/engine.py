@@ -8,7 +8,6 @@ vocabulary (``constrain.walk``) and then served from a dict.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -23,21 +22,36 @@ from tokenizer_index import TokenizerIndex
 FINISHED = -2  # pseudo state after EOS
 
 
-@dataclass(frozen=True)
 class MaskEntry:
-    words: np.ndarray  # int32 [W], read-only
-    tensor: torch.Tensor  # shares memory with ``words``
-    count: int  # allowed tokens, EOS included
-    single: int  # the only allowed token when count == 1, else -1
+    """A cached mask: ``words`` (int32 [W], read-only), ``count`` (allowed tokens, EOS included),
+    ``single`` (the only allowed token when count == 1, else -1) and ``tensor``, a torch view of
+    ``words`` made on first use (CPU bitmasks are written from ``words``; making the view for
+    every mask cost ~3 us of each uncached one)."""
+
+    __slots__ = ("words", "count", "single", "_raw", "_tensor")
+
+    def __init__(self, words: np.ndarray, count: int, single: int, raw: np.ndarray | None = None) -> None:
+        self.words = words
+        self.count = count
+        self.single = single
+        self._raw = raw if raw is not None else words  # a writable view of the same buffer, for torch
+        self._tensor: torch.Tensor | None = None
+
+    @property
+    def tensor(self) -> torch.Tensor:
+        """``words`` as an int32 tensor sharing its memory."""
+        if self._tensor is None:
+            self._tensor = torch.from_numpy(self._raw)
+        return self._tensor
 
     @staticmethod
     def of(words_u32: np.ndarray, count: int, single: int) -> "MaskEntry":
-        """The entry for a freshly computed uint32 row: the tensor and the read-only numpy view
-        share its buffer (no copy: a mask is written once, before anyone reads it)."""
-        tensor = torch.from_numpy(words_u32.view(np.int32))
-        words = words_u32.view(np.int32)
+        """The entry for a freshly computed uint32 row (no copy: a mask is written once, before
+        anyone reads it)."""
+        raw = words_u32.view(np.int32)
+        words = raw.view()
         words.setflags(write=False)
-        return MaskEntry(words=words, tensor=tensor, count=count, single=single)
+        return MaskEntry(words, count, single, raw)
 
 
 class RegexCompiledGrammar(CompiledGrammar):
