@@ -286,8 +286,37 @@ def test_loop_bits_of_counted_strings_change_no_mask(real_vocab):
     trans, loops = lx._trans[:n], lx._loops[:n]
     bits = np.unpackbits(loops.view(np.uint8), axis=1, bitorder="little").astype(bool)
     expanded = lx._expanded[:n]
-    moving = bits & (trans != np.arange(n)[:, None]) & expanded[:, None]
+    moving = (bits & (trans != np.arange(n)[:, None]) & expanded[:, None])[:, :0xFE]  # real bytes, not marks
     assert moving.any(), "no loop bit leads to another state of the same class"
+
+
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_utf8_loops_change_no_mask(real_vocab, vocab):
+    """A string body's lexer state stays in its class on every non-ASCII UTF-8 character, so walks
+    accept whole the subtrees of ASCII loop bytes and UTF-8 characters (``trie.walk_byte_sets``):
+    masks equal the walk that steps through every node, for free strings, counted ones near and far
+    from their bound, patterns that allow some non-ASCII characters only (no such loop there), and
+    the raw byte tokens no UTF-8 walk may take; and the UTF-8 loop does occur."""
+    from tokenizer_index.trie import UTF8_MARK
+
+    tok, index = real_vocab(vocab)
+    schema = {"type": "object", "properties": {
+        "free": {"type": "string"}, "short": {"type": "string", "maxLength": 12},
+        "long": {"type": "string", "minLength": 3, "maxLength": 200}, "accents": {"type": "string", "pattern": "^[a-zé ]*$"},
+        "two_bytes": {"type": "string", "pattern": "^[ -~\u00a0-\u07ff]*$"}}}
+    ast = Grammar.from_json_schema(schema, whitespace="flexible")._ast
+    fast = CFGCompiledGrammar(ast, index, description="utf8")
+    slow = CFGCompiledGrammar(ast, index, description="utf8")
+    slow.lexers.disable_loop_bits()
+    mixed = "Grüße, naïve café — 日本語のテキスト, emoji 😀🎉, Ελληνικά, русский. "
+    texts = ['{"free": "' + mixed * 3 + '", "short": "日本語 é😀"}',
+             '{"long": "' + (mixed * 4)[:199] + '", "accents": "été é"}',
+             '{"free": "\\u00e9\\ud83d\\ude00' + mixed[:20] + '", "accents": "é", "two_bytes": "Grüße, naïve Ελληνικά русский"}']
+    _same_masks_along(index, fast, slow, texts, tok)
+    lx = fast.lexers
+    n = int(lx._ctr[0])
+    marked = (lx._loops[:n, 3] >> np.uint64(UTF8_MARK - 192)) & np.uint64(1)
+    assert marked.any(), "no string body state got the UTF-8 loop"
 
 
 def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):

@@ -171,6 +171,93 @@ def _subtree_bytes_kernel(byte, depth, max_depth):  # pragma: no cover - numba
     return out
 
 
+_UTF8_INVALID = 8
+
+
+@numba.njit(cache=True, inline="always")
+def _utf8_step(s, b):  # pragma: no cover - numba
+    """One byte of strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF). States:
+    0 at a character boundary; 1 one continuation byte due; 2 two (next 80-BF), 3 two (next A0-BF,
+    after E0), 4 two (next 80-9F, after ED); 5 three (next 80-BF), 6 three (next 90-BF, after F0),
+    7 three (next 80-8F, after F4); 8 invalid."""
+    if s == 0:
+        if b < 0x80:
+            return 0
+        if 0xC2 <= b <= 0xDF:
+            return 1
+        if b == 0xE0:
+            return 3
+        if b == 0xED:
+            return 4
+        if 0xE1 <= b <= 0xEF:
+            return 2
+        if b == 0xF0:
+            return 6
+        if 0xF1 <= b <= 0xF3:
+            return 5
+        if b == 0xF4:
+            return 7
+        return _UTF8_INVALID
+    if s == _UTF8_INVALID:
+        return _UTF8_INVALID
+    lo, hi = 0x80, 0xBF
+    if s == 3:
+        lo = 0xA0
+    elif s == 4:
+        hi = 0x9F
+    elif s == 6:
+        lo = 0x90
+    elif s == 7:
+        hi = 0x8F
+    if b < lo or b > hi:
+        return _UTF8_INVALID
+    if s == 1:
+        return 0
+    if s <= 4:
+        return 1
+    return 2
+
+
+@numba.njit(cache=True)
+def _subtree_utf8_kernel(byte, depth, max_depth):  # pragma: no cover - numba
+    """Forward pass: each node's UTF-8 state from its token's start (per depth on a stack); reverse
+    pass: whether its whole subtree is valid; a node qualifies when its prefix ends at a boundary."""
+    n = byte.shape[0]
+    state = np.zeros(max_depth + 2, dtype=np.int8)
+    at_boundary = np.zeros(n, dtype=np.bool_)
+    valid = np.zeros(n, dtype=np.bool_)
+    for i in range(n):
+        d = depth[i]
+        at_boundary[i] = state[d] == 0
+        s = _utf8_step(state[d], byte[i])
+        state[d + 1] = s
+        valid[i] = s != _UTF8_INVALID
+    out = np.zeros(n, dtype=np.bool_)
+    acc = np.ones(max_depth + 2, dtype=np.bool_)  # per depth: the subtrees seen since the parent
+    for i in range(n - 1, -1, -1):
+        d = depth[i]
+        whole = valid[i] and acc[d + 1]
+        acc[d + 1] = True
+        out[i] = whole and at_boundary[i]
+        acc[d] = acc[d] and whole
+    return out
+
+
+def subtree_utf8(nodes: TrieNodes) -> np.ndarray:
+    """``bool [M]``: whether every token below node ``i``, read from node ``i`` on, is strict UTF-8
+    that starts at a character boundary (whole characters, the last one possibly cut short); built
+    once and kept on ``nodes``. A walk in a state that stays in its mask class on every such
+    character (a JSON string body: ``LexerBlocks`` "UTF-8 loops") accepts such a subtree whole even
+    though its bytes are not all loop bits: in a 128k vocabulary most subtrees hold some non-ASCII
+    token (a string body walk 64k -> 6k nodes)."""
+    got = nodes.__dict__.get("_subtree_utf8")
+    if got is None:
+        depth = int(nodes.depth.max()) if len(nodes.depth) else 0
+        got = _subtree_utf8_kernel(nodes.byte, nodes.depth, depth)
+        object.__setattr__(nodes, "_subtree_utf8", got)
+    return got
+
+
 def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
     """``uint32 [n_words]``: the bitmask of every token id in ``trie``, built once per width and kept
     on it. A walk that allowed most of the trie clears the few positions it did not allow from
@@ -193,4 +280,29 @@ def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
         depth = int(nodes.depth.max()) if len(nodes.depth) else 0
         got = _subtree_bytes_kernel(nodes.byte, nodes.depth, depth)
         object.__setattr__(nodes, "_subtree_bytes", got)
+    return got
+
+
+UTF8_MARK = 0xFF  # never in UTF-8: stands for "strict UTF-8 characters" in ``walk_byte_sets``
+NO_LOOP_MARK = 0xFE  # never in UTF-8, never a loop byte: makes the whole-subtree test fail
+
+
+def walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
+    """``subtree_bytes`` as the walks test it against a state's loop bits: where a subtree is
+    strict UTF-8 from a character boundary (``subtree_utf8``), its non-ASCII bytes are replaced by
+    the one byte ``UTF8_MARK``, which a lexer state's loop bits hold when every non-ASCII character
+    keeps it in its mask class; any other subtree holding a non-ASCII byte gets ``NO_LOOP_MARK``,
+    which no state holds (so a raw ``\xff`` token never passes for UTF-8). Built once, kept on
+    ``nodes``."""
+    got = nodes.__dict__.get("_walk_byte_sets")
+    if got is None:
+        got = subtree_bytes(nodes).copy()
+        high = (got[:, 2] | got[:, 3]) != 0
+        utf8 = subtree_utf8(nodes) & high
+        other = high & ~utf8
+        got[high, 2] = 0
+        got[high, 3] = 0
+        got[utf8, 3] = np.uint64(1) << np.uint64(UTF8_MARK - 192)
+        got[other, 3] = np.uint64(1) << np.uint64(NO_LOOP_MARK - 192)
+        object.__setattr__(nodes, "_walk_byte_sets", got)
     return got

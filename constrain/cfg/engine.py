@@ -34,7 +34,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount, copy_duplicate_bits, popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import id_words, subtree_bytes, trie_nodes
+from tokenizer_index.trie import id_words, trie_nodes, walk_byte_sets
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -470,7 +470,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
         self._cfg_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the parser walks' stacks
-        subtree_bytes(trie_nodes(index.trie))  # once per vocabulary (~3 ms): not inside a first mask
+        walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
         if eager_terminals:
             self.lexers.build_components()
         root = self.parser.root
@@ -706,7 +706,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         pos = np.array([0, -1], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
-        sub_bytes = subtree_bytes(nodes)
+        sub_bytes = walk_byte_sets(nodes)
         while True:
             p = self.parser
             status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
@@ -740,7 +740,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         need = np.zeros(2, dtype=np.int32)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
-        sub_bytes = subtree_bytes(nodes)
+        sub_bytes = walk_byte_sets(nodes)
         while True:
             p = self.parser
             status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
@@ -768,7 +768,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._event_buffers = (np.empty(len(nodes.byte), dtype=np.int32), np.empty(len(nodes.byte), dtype=np.int32))
         ev_node, ev_state = self._event_buffers
         ended = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
-        sub_bytes = subtree_bytes(nodes)
+        sub_bytes = walk_byte_sets(nodes)
         while True:
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,

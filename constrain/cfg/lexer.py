@@ -24,6 +24,7 @@ import numpy as np
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa, chain_heads, chain_link, static_piece_dfa
+from tokenizer_index.trie import UTF8_MARK
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
 
@@ -102,8 +103,85 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
                 if t >= 0 and mask_class[t] == cls:
                     bits |= np.uint64(1) << np.uint64(b)
         loops[q, w] = bits
+    if (loops[q, 0] | loops[q, 1]) != 0 and vec_ptr[q + 1] - vec_ptr[q] == 1 and trans[q, 0xC2] >= 0 \
+            and _utf8_loops(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
+        loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
     expanded[q] = True
     return READY
+
+
+@numba.njit(cache=True)
+def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):  # pragma: no cover
+    """Whether every strict UTF-8 character of two or more bytes leads component state ``g`` to a
+    state of its own mask class, through live states (a JSON string body far from any bound). Its
+    lexer state then holds the loop bit ``UTF8_MARK``: a walk accepts whole a subtree of ASCII loop
+    bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
+    a character cut short at the token's end being live. Read on the component's own table, so no
+    lexer state is expanded for it; the targets of equal (state, bytes due, byte range) are
+    checked once (a body's 2-byte leads all reach one state)."""
+    cls = comp_class[g]
+    item_g = np.empty(64, dtype=np.int64)
+    item_k = np.empty(64, dtype=np.int64)
+    item_lo = np.empty(64, dtype=np.int64)
+    item_hi = np.empty(64, dtype=np.int64)
+    n = 0
+    for lead in range(0xC2, 0xF5):
+        k, lo, hi = 1, 0x80, 0xBF
+        if lead >= 0xE0:
+            k = 2 if lead < 0xF0 else 3
+            if lead == 0xE0:
+                lo = 0xA0
+            elif lead == 0xED:
+                hi = 0x9F
+            elif lead == 0xF0:
+                lo = 0x90
+            elif lead == 0xF4:
+                hi = 0x8F
+        h = comp_flat[comp_row[g] + class_maps[comp_map[g], lead]]
+        if h < 0:
+            return False
+        h += comp_shift[g]
+        seen = False
+        for j in range(n):
+            if item_g[j] == h and item_k[j] == k and item_lo[j] == lo and item_hi[j] == hi:
+                seen = True
+                break
+        if not seen:
+            if n == 64:
+                return False
+            item_g[n] = h
+            item_k[n] = k
+            item_lo[n] = lo
+            item_hi[n] = hi
+            n += 1
+    j = 0
+    while j < n:
+        h = item_g[j]
+        k = item_k[j]
+        for b in range(item_lo[j], item_hi[j] + 1):
+            t = comp_flat[comp_row[h] + class_maps[comp_map[h], b]]
+            if t < 0:
+                return False
+            t += comp_shift[h]
+            if k == 1:
+                if comp_class[t] != cls:
+                    return False
+                continue
+            seen = False
+            for x in range(n):
+                if item_g[x] == t and item_k[x] == k - 1 and item_lo[x] == 0x80 and item_hi[x] == 0xBF:
+                    seen = True
+                    break
+            if not seen:
+                if n == 64:
+                    return False
+                item_g[n] = t
+                item_k[n] = k - 1
+                item_lo[n] = 0x80
+                item_hi[n] = 0xBF
+                n += 1
+        j += 1
+    return True
 
 
 @numba.njit(cache=True)
