@@ -21,7 +21,7 @@ from tokenizer_index import fetch, hf
 from tokenizer_index.cache import fingerprint_from_arrays
 from tokenizer_index.gguf_vocab import read_tokenizer_metadata
 from tokenizer_index.sentencepiece import read_model
-from tokenizer_index.trie import subtree_bytes, trie_nodes
+from tokenizer_index.trie import NO_LOOP_MARK, UTF8_MARK, subtree_bytes, subtree_utf8, trie_nodes, walk_byte_sets
 
 N_STRINGS = 2000
 
@@ -450,6 +450,44 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         assert {t for t in nodes.token[i:nodes.skip[i]].tolist() if t >= 0} <= set(run)
         if k < 100:  # the run is every token with that prefix (a full scan: a few nodes only)
             assert sum(tb[t].startswith(prefix) for t in text_ids) == len(run), i
+    # strict UTF-8 subtrees (walk_byte_sets' mark): every token below, from the node on, is whole
+    # characters plus maybe one cut short, and the node's prefix ends at a character boundary
+    utf8, walk_sets = subtree_utf8(nodes), walk_byte_sets(nodes)
+    assert utf8.any() and not utf8.all()
+    for i in random.Random(1).sample(range(len(nodes.byte)), 3000):
+        d = int(nodes.depth[i])
+        run = trie.ids[starts[i]:starts[nodes.skip[i]]].tolist()
+        want = _utf8_fragment(tb[run[0]][:d], cut_ok=False) and all(_utf8_fragment(tb[t][d:]) for t in run)
+        assert bool(utf8[i]) == want, (i, tb[run[0]])
+        high = (int(sets[i, 2]) | int(sets[i, 3])) != 0
+        mark = UTF8_MARK if want else NO_LOOP_MARK
+        expect = {b for b in range(128) if int(sets[i, b >> 6]) >> (b & 63) & 1} | ({mark} if high else set())
+        assert {b for b in range(256) if int(walk_sets[i, b >> 6]) >> (b & 63) & 1} == expect, i
+
+
+def _utf8_fragment(data: bytes, cut_ok: bool = True) -> bool:
+    """Strict UTF-8 from a character boundary: whole characters, then (``cut_ok``) maybe the start
+    of one more (Python's decoder is the oracle: some completion decodes)."""
+    for cut in range(min(3, len(data)) + 1):
+        head, tail = data[:len(data) - cut], data[len(data) - cut:]
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        if not tail:
+            return True
+        if not cut_ok:
+            return False
+        return any(_decodes(tail + bytes([c1]) + bytes([0x80]) * k) for c1 in range(0x80, 0xC0) for k in range(3))
+    return False
+
+
+def _decodes(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 # ----------------------------------------------------------------------------- fetch

@@ -171,67 +171,44 @@ def _subtree_bytes_kernel(byte, depth, max_depth):  # pragma: no cover - numba
     return out
 
 
-_UTF8_INVALID = 8
-
-
 @numba.njit(cache=True, inline="always")
-def _utf8_step(s, b):  # pragma: no cover - numba
-    """One byte of strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF). States:
-    0 at a character boundary; 1 one continuation byte due; 2 two (next 80-BF), 3 two (next A0-BF,
-    after E0), 4 two (next 80-9F, after ED); 5 three (next 80-BF), 6 three (next 90-BF, after F0),
-    7 three (next 80-8F, after F4); 8 invalid."""
-    if s == 0:
-        if b < 0x80:
-            return 0
-        if 0xC2 <= b <= 0xDF:
-            return 1
-        if b == 0xE0:
-            return 3
-        if b == 0xED:
-            return 4
-        if 0xE1 <= b <= 0xEF:
-            return 2
-        if b == 0xF0:
-            return 6
-        if 0xF1 <= b <= 0xF3:
-            return 5
-        if b == 0xF4:
-            return 7
-        return _UTF8_INVALID
-    if s == _UTF8_INVALID:
-        return _UTF8_INVALID
-    lo, hi = 0x80, 0xBF
-    if s == 3:
-        lo = 0xA0
-    elif s == 4:
-        hi = 0x9F
-    elif s == 6:
-        lo = 0x90
-    elif s == 7:
-        hi = 0x8F
-    if b < lo or b > hi:
-        return _UTF8_INVALID
-    if s == 1:
-        return 0
-    if s <= 4:
-        return 1
-    return 2
+def utf8_lead(b):  # pragma: no cover - numba
+    """What byte ``b`` starts in strict UTF-8 (no overlongs, surrogates or code points past
+    U+10FFFF): (continuation bytes due, range of the first one); (0, 0, 0) for ASCII and
+    (-1, 0, 0) for a byte that starts no character."""
+    if b < 0x80:
+        return 0, 0, 0
+    if b < 0xC2 or b > 0xF4:
+        return -1, 0, 0
+    if b < 0xE0:
+        return 1, 0x80, 0xBF
+    if b < 0xF0:
+        return 2, (0xA0 if b == 0xE0 else 0x80), (0x9F if b == 0xED else 0xBF)
+    return 3, (0x90 if b == 0xF0 else 0x80), (0x8F if b == 0xF4 else 0xBF)
 
 
 @numba.njit(cache=True)
 def _subtree_utf8_kernel(byte, depth, max_depth):  # pragma: no cover - numba
-    """Forward pass: each node's UTF-8 state from its token's start (per depth on a stack); reverse
-    pass: whether its whole subtree is valid; a node qualifies when its prefix ends at a boundary."""
+    """Forward pass: each node's UTF-8 state from its token's start (per depth on a stack: bytes
+    due, range of the next one, or -1 invalid); reverse pass: whether its whole subtree is valid;
+    a node qualifies when its prefix ends at a character boundary."""
     n = byte.shape[0]
-    state = np.zeros(max_depth + 2, dtype=np.int8)
+    due = np.zeros(max_depth + 2, dtype=np.int64)
+    lo = np.zeros(max_depth + 2, dtype=np.int64)
+    hi = np.zeros(max_depth + 2, dtype=np.int64)
     at_boundary = np.zeros(n, dtype=np.bool_)
     valid = np.zeros(n, dtype=np.bool_)
     for i in range(n):
         d = depth[i]
-        at_boundary[i] = state[d] == 0
-        s = _utf8_step(state[d], byte[i])
-        state[d + 1] = s
-        valid[i] = s != _UTF8_INVALID
+        b = byte[i]
+        at_boundary[i] = due[d] == 0
+        if due[d] == 0:
+            due[d + 1], lo[d + 1], hi[d + 1] = utf8_lead(b)
+        elif due[d] > 0 and lo[d] <= b <= hi[d]:
+            due[d + 1], lo[d + 1], hi[d + 1] = due[d] - 1, 0x80, 0xBF
+        else:
+            due[d + 1] = -1
+        valid[i] = due[d + 1] >= 0
     out = np.zeros(n, dtype=np.bool_)
     acc = np.ones(max_depth + 2, dtype=np.bool_)  # per depth: the subtrees seen since the parent
     for i in range(n - 1, -1, -1):
@@ -243,6 +220,19 @@ def _subtree_utf8_kernel(byte, depth, max_depth):  # pragma: no cover - numba
     return out
 
 
+def _kept(nodes: TrieNodes, name: str, build):
+    """``build(nodes)``, computed once and kept on ``nodes`` under ``name``."""
+    got = nodes.__dict__.get(name)
+    if got is None:
+        got = build(nodes)
+        object.__setattr__(nodes, name, got)
+    return got
+
+
+def _max_depth(nodes: TrieNodes) -> int:
+    return int(nodes.depth.max()) if len(nodes.depth) else 0
+
+
 def subtree_utf8(nodes: TrieNodes) -> np.ndarray:
     """``bool [M]``: whether every token below node ``i``, read from node ``i`` on, is strict UTF-8
     that starts at a character boundary (whole characters, the last one possibly cut short); built
@@ -250,12 +240,7 @@ def subtree_utf8(nodes: TrieNodes) -> np.ndarray:
     character (a JSON string body: ``LexerBlocks`` "UTF-8 loops") accepts such a subtree whole even
     though its bytes are not all loop bits: in a 128k vocabulary most subtrees hold some non-ASCII
     token (a string body walk 64k -> 6k nodes)."""
-    got = nodes.__dict__.get("_subtree_utf8")
-    if got is None:
-        depth = int(nodes.depth.max()) if len(nodes.depth) else 0
-        got = _subtree_utf8_kernel(nodes.byte, nodes.depth, depth)
-        object.__setattr__(nodes, "_subtree_utf8", got)
-    return got
+    return _kept(nodes, "_subtree_utf8", lambda n: _subtree_utf8_kernel(n.byte, n.depth, _max_depth(n)))
 
 
 def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
@@ -275,12 +260,7 @@ def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
 def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
     """``uint64 [M, 4]``: the set of bytes in each node's subtree (its own byte included), built once
     and kept on ``nodes``. A walk in a state that loops on all of them accepts the whole subtree."""
-    got = nodes.__dict__.get("_subtree_bytes")
-    if got is None:
-        depth = int(nodes.depth.max()) if len(nodes.depth) else 0
-        got = _subtree_bytes_kernel(nodes.byte, nodes.depth, depth)
-        object.__setattr__(nodes, "_subtree_bytes", got)
-    return got
+    return _kept(nodes, "_subtree_bytes", lambda n: _subtree_bytes_kernel(n.byte, n.depth, _max_depth(n)))
 
 
 UTF8_MARK = 0xFF  # never in UTF-8: stands for "strict UTF-8 characters" in ``walk_byte_sets``
@@ -294,15 +274,16 @@ def walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
     keeps it in its mask class; any other subtree holding a non-ASCII byte gets ``NO_LOOP_MARK``,
     which no state holds (so a raw ``\xff`` token never passes for UTF-8). Built once, kept on
     ``nodes``."""
-    got = nodes.__dict__.get("_walk_byte_sets")
-    if got is None:
-        got = subtree_bytes(nodes).copy()
-        high = (got[:, 2] | got[:, 3]) != 0
-        utf8 = subtree_utf8(nodes) & high
-        other = high & ~utf8
-        got[high, 2] = 0
-        got[high, 3] = 0
-        got[utf8, 3] = np.uint64(1) << np.uint64(UTF8_MARK - 192)
-        got[other, 3] = np.uint64(1) << np.uint64(NO_LOOP_MARK - 192)
-        object.__setattr__(nodes, "_walk_byte_sets", got)
+    return _kept(nodes, "_walk_byte_sets", _walk_byte_sets)
+
+
+def _walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
+    got = subtree_bytes(nodes).copy()
+    high = (got[:, 2] | got[:, 3]) != 0
+    utf8 = subtree_utf8(nodes) & high
+    other = high & ~utf8
+    got[high, 2] = 0
+    got[high, 3] = 0
+    got[utf8, 3] = np.uint64(1) << np.uint64(UTF8_MARK - 192)
+    got[other, 3] = np.uint64(1) << np.uint64(NO_LOOP_MARK - 192)
     return got

@@ -24,7 +24,7 @@ import numpy as np
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, build_dfa, chain_heads, chain_link, static_piece_dfa
-from tokenizer_index.trie import UTF8_MARK
+from tokenizer_index.trie import UTF8_MARK, utf8_lead
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
 
@@ -126,17 +126,7 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     item_hi = np.empty(64, dtype=np.int64)
     n = 0
     for lead in range(0xC2, 0xF5):
-        k, lo, hi = 1, 0x80, 0xBF
-        if lead >= 0xE0:
-            k = 2 if lead < 0xF0 else 3
-            if lead == 0xE0:
-                lo = 0xA0
-            elif lead == 0xED:
-                hi = 0x9F
-            elif lead == 0xF0:
-                lo = 0x90
-            elif lead == 0xF4:
-                hi = 0x8F
+        k, lo, hi = utf8_lead(lead)
         h = comp_flat[comp_row[g] + class_maps[comp_map[g], lead]]
         if h < 0:
             return False
