@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from test_regex_real_tokenizers import _whole
 from tokenizer_index import ByteTrie, TokenizerIndex, TokenizerIndexError
 from tokenizer_index import cache as index_cache
 from tokenizer_index import fetch, hf
@@ -470,24 +471,14 @@ def _utf8_fragment(data: bytes, cut_ok: bool = True) -> bool:
     of one more (Python's decoder is the oracle: some completion decodes)."""
     for cut in range(min(3, len(data)) + 1):
         head, tail = data[:len(data) - cut], data[len(data) - cut:]
-        try:
-            head.decode("utf-8")
-        except UnicodeDecodeError:
+        if not _whole(head):
             continue
         if not tail:
             return True
         if not cut_ok:
             return False
-        return any(_decodes(tail + bytes([c1]) + bytes([0x80]) * k) for c1 in range(0x80, 0xC0) for k in range(3))
+        return any(_whole(tail + bytes([c1]) + bytes([0x80]) * k) for c1 in range(0x80, 0xC0) for k in range(3))
     return False
-
-
-def _decodes(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
 
 
 # ----------------------------------------------------------------------------- fetch

@@ -214,7 +214,6 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
     stack = np.empty(max_depth + 2, dtype=np.int32)
     stack[0] = start
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
-    any_run = False
     n = byte.shape[0]
     n_ev = 0
     i = 0
@@ -230,7 +229,6 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
             a = sub_start[i]
             b2 = sub_start[skip[i]]
             _set_run(ordered, a, b2)
-            any_run = True
             i = skip[i]
             continue
         g = trans[g, byte[i]]
@@ -248,8 +246,7 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
         if t >= 0:
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
         i += 1
-    if any_run:
-        _ordered_to_words(ordered, trie_ids, all_words, out_words)
+    _ordered_to_words(ordered, trie_ids, all_words, out_words)
     return n_ev
 
 
@@ -262,6 +259,8 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
     ~95% of a vocabulary, and its 50k-130k scatters cost 40-100 us."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
+    if ones == 0:  # no subtree was accepted whole
+        return
     if 2 * ones <= n:
         for w in range(ordered.shape[0]):
             bits = ordered[w]
@@ -712,8 +711,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
                                     ordered, roots, root_c, root_g, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                if ordered.any():  # some subtree was accepted whole
-                    _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
+                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
@@ -746,8 +744,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
-                if ordered.any():  # some subtree was accepted whole
-                    _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
+                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "

@@ -110,6 +110,22 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     return READY
 
 
+@numba.njit(cache=True, inline="always")
+def _add_item(items, n, h, k, lo, hi):  # pragma: no cover - numba
+    """Append (state, bytes due, first byte range) to ``items[:n]`` unless there; the new count,
+    or -1 when full."""
+    for j in range(n):
+        if items[j, 0] == h and items[j, 1] == k and items[j, 2] == lo and items[j, 3] == hi:
+            return n
+    if n == items.shape[0]:
+        return -1
+    items[n, 0] = h
+    items[n, 1] = k
+    items[n, 2] = lo
+    items[n, 3] = hi
+    return n + 1
+
+
 @numba.njit(cache=True)
 def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):  # pragma: no cover
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g`` to a
@@ -120,35 +136,20 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     lexer state is expanded for it; the targets of equal (state, bytes due, byte range) are
     checked once (a body's 2-byte leads all reach one state)."""
     cls = comp_class[g]
-    item_g = np.empty(64, dtype=np.int64)
-    item_k = np.empty(64, dtype=np.int64)
-    item_lo = np.empty(64, dtype=np.int64)
-    item_hi = np.empty(64, dtype=np.int64)
+    items = np.empty((64, 4), dtype=np.int64)
     n = 0
     for lead in range(0xC2, 0xF5):
         k, lo, hi = utf8_lead(lead)
         h = comp_flat[comp_row[g] + class_maps[comp_map[g], lead]]
         if h < 0:
             return False
-        h += comp_shift[g]
-        seen = False
-        for j in range(n):
-            if item_g[j] == h and item_k[j] == k and item_lo[j] == lo and item_hi[j] == hi:
-                seen = True
-                break
-        if not seen:
-            if n == 64:
-                return False
-            item_g[n] = h
-            item_k[n] = k
-            item_lo[n] = lo
-            item_hi[n] = hi
-            n += 1
+        n = _add_item(items, n, h + comp_shift[g], k, lo, hi)
+        if n < 0:
+            return False
     j = 0
     while j < n:
-        h = item_g[j]
-        k = item_k[j]
-        for b in range(item_lo[j], item_hi[j] + 1):
+        h, k = items[j, 0], items[j, 1]
+        for b in range(items[j, 2], items[j, 3] + 1):
             t = comp_flat[comp_row[h] + class_maps[comp_map[h], b]]
             if t < 0:
                 return False
@@ -157,19 +158,9 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
                 if comp_class[t] != cls:
                     return False
                 continue
-            seen = False
-            for x in range(n):
-                if item_g[x] == t and item_k[x] == k - 1 and item_lo[x] == 0x80 and item_hi[x] == 0xBF:
-                    seen = True
-                    break
-            if not seen:
-                if n == 64:
-                    return False
-                item_g[n] = t
-                item_k[n] = k - 1
-                item_lo[n] = 0x80
-                item_hi[n] = 0xBF
-                n += 1
+            n = _add_item(items, n, t, k - 1, 0x80, 0xBF)
+            if n < 0:
+                return False
         j += 1
     return True
 

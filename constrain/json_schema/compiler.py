@@ -778,7 +778,7 @@ class _Builder:
         # a choice of strings is a value terminal of its own, like a string schema: merged into its
         # key's terminal, each key of an object would build its value's automaton (and glue and
         # minimise it) when the object's lexer block is built, used or not
-        if STANDALONE_ENUM and len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates):
+        if len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates):
             self._standalone.add(out)
         return out
 

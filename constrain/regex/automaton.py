@@ -1364,30 +1364,42 @@ def _spell(node) -> list[bytes]:
 _SPELLED_TRIE_PIECES = 96  # below this many pieces in all, the NFA path is as fast (~0.5 ms)
 
 
-def _piece_trie(words: list[bytes]):
-    """A piece's words as a trie: (sources, bytes, targets, inner states), state 0 where the piece
-    starts, 1.. its inner states, -1 where it ends; None when a word is empty or a proper prefix
-    of another (a JSON spelling set never is: each character's spellings are a prefix code)."""
-    edges = {}
-    n = 1
+def _insert_words(edges: dict, start: int, words: list[bytes], end: int, n: int, first_inner: int) -> int:
+    """Add ``words`` to the trie ``edges`` ((state, byte) -> state) from ``start``, each ending at
+    ``end``, new inner states numbered from ``n``; returns the next free number, or -1 on a clash
+    (an empty word, a word running through a state that is not an inner one (>= ``first_inner``),
+    or ending where another word goes on or ends elsewhere): then no trie spells them exactly."""
     for w in words:
         if not w:
-            return None
-        s = 0
+            return -1
+        s = start
         for b in w[:-1]:
             t = edges.get((s, b))
             if t is None:
                 t = edges[(s, b)] = n
                 n += 1
-            elif t < 0:
-                return None
+            elif t < first_inner:
+                return -1
             s = t
-        t = edges.get((s, w[-1]))
-        if t is not None and t >= 0:
-            return None
-        edges[(s, w[-1])] = -1
+        t = edges.setdefault((s, w[-1]), end)
+        if t != end:
+            return -1
+    return n
+
+
+def _edge_arrays(edges: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sources, bytes, targets) of a trie's edges."""
     keys = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
-    return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges)), n - 1
+    return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges))
+
+
+def _piece_trie(words: list[bytes]):
+    """A piece's words as a trie: (sources, bytes, targets, inner states), state 0 where the piece
+    starts, 1.. its inner states, -1 where it ends; None when they are no prefix code (a JSON
+    spelling set always is: each character's spellings)."""
+    edges: dict = {}
+    n = _insert_words(edges, 0, words, -1, 1, 1)
+    return None if n < 0 else (*_edge_arrays(edges), n - 1)
 
 
 def _spelled_trie_dfa(node) -> DFA | None:
@@ -1458,30 +1470,16 @@ def _spelled_trie_dfa(node) -> DFA | None:
     for u, d in enumerate(kids):
         if len(d) < 2:
             continue
-        edges = {}  # several pieces (values branch): their words merged, which must not clash
+        edges: dict = {}  # several pieces (values branch): their words merged, which must not clash
         for k, v in d.items():
-            for w in words[k]:
-                s = u
-                for b in w[:-1]:
-                    t = edges.get((s, b))
-                    if t is None:
-                        t = edges[(s, b)] = n
-                        n += 1
-                    elif t < n_nodes:
-                        return None
-                    s = t
-                t = edges.get((s, w[-1]))
-                if t is None:
-                    edges[(s, w[-1])] = v
-                elif t != v:
-                    return None
-        keys = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
-        srcs.append(keys[:, 0])
-        byts.append(keys[:, 1])
-        dsts.append(np.fromiter(edges.values(), dtype=np.int64, count=len(edges)))
+            n = _insert_words(edges, u, words[k], v, n, n_nodes)
+            if n < 0:
+                return None
+        for out, arr in zip((srcs, byts, dsts), _edge_arrays(edges)):
+            out.append(arr)
     if n > 4 * MAX_DFA_STATES:
         return None
-    src = np.concatenate(srcs); byt = np.concatenate(byts); dst = np.concatenate(dsts)
+    src, byt, dst = (np.concatenate(x) for x in (srcs, byts, dsts))
     used = np.unique(byt)
     col = np.zeros(256, dtype=np.int32)
     col[used] = np.arange(1, len(used) + 1, dtype=np.int32)

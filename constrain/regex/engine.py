@@ -30,11 +30,11 @@ class MaskEntry:
 
     __slots__ = ("words", "count", "single", "_raw", "_tensor")
 
-    def __init__(self, words: np.ndarray, count: int, single: int, raw: np.ndarray | None = None) -> None:
+    def __init__(self, words: np.ndarray, count: int, single: int, raw: np.ndarray) -> None:
         self.words = words
         self.count = count
         self.single = single
-        self._raw = raw if raw is not None else words  # a writable view of the same buffer, for torch
+        self._raw = raw  # a writable view of the same buffer, for torch (read-only arrays warn)
         self._tensor: torch.Tensor | None = None
 
     @property
