@@ -15,6 +15,7 @@ Plus deep nesting, the documented ambiguity limit, and the Matcher contract on C
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 import time
@@ -217,6 +218,55 @@ def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
         ms.advance(t)
 
 
+_BOUNDED_SCHEMA = {"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 12}, "tags": {"type": "array", "items": {"type": "string", "maxLength": 6}},
+    "n": {"type": "integer", "minimum": -5, "maximum": 900}}, "required": ["name", "tags"]}
+_BOUNDED_TEXTS = ['{"name":"Ada Lovelace","tags":["a","bc","Zürich","x y"],"n":42}',
+                  '{"name":"","tags":[],"n":-5}', '{"n":900,"name":"éé","tags":["123456","q"]}']
+
+
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
+def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
+    """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer
+    state class whose combined walk was big, the split walk (the class's lexer part, shared by
+    every context, plus the boundary crossings of each context). The policy only changes speed:
+    masks under "always combined", "always split" and the default switch (every class switching
+    after its first visit) agree along real encodings and a random walk (a length-bounded
+    string near its bound, keys, numbers and string items for the schema)."""
+    tok, index = real_vocab("smollm2")
+
+    def build(nodes):
+        if key == "schema":
+            g = Grammar.from_json_schema(_BOUNDED_SCHEMA, property_order="any")
+            compiled = constrain.compile(g, index, cache=False)
+        else:
+            compiled = CFGCompiledGrammar(_source(key)[1], index, description=key)
+        compiled.shared_walk_nodes = nodes
+        return compiled
+
+    combined, split, switching = build(10**12), build(-1), build(0)
+    if key == "schema":
+        texts = _BOUNDED_TEXTS
+    else:
+        texts = _sentences(_source(key)[1], _seed(key) + 21, 2, max_terminals=10)
+    rnd = random.Random(_seed(key) + 22)
+    for text in texts:
+        ids = list(tok.encode(text, add_special_tokens=False))
+        ms = [c.matcher() for c in (combined, split, switching)]
+        for k in range(len(ids) + 3):
+            words = [_mask(m, index) for m in ms]
+            assert (words[0] == words[1]).all() and (words[0] == words[2]).all(), (key, index.decode_bytes(ids[:k]))
+            allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
+            if k < len(ids):
+                assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
+            elif not allowed:
+                break
+            t = ids[k] if k < len(ids) else rnd.choice(allowed)
+            for m in ms:
+                m.advance(t)
+    assert switching._shared, "no class switched to the split walk: the test no longer covers it"
+
+
 def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():
     """The walks' bitmap kernels against a plain bit-by-bit model: ``_set_run`` (a subtree's run of
     positions, masked first and last words) and ``_ordered_to_words`` (byte order -> token ids,
@@ -286,8 +336,37 @@ def test_loop_bits_of_counted_strings_change_no_mask(real_vocab):
     trans, loops = lx._trans[:n], lx._loops[:n]
     bits = np.unpackbits(loops.view(np.uint8), axis=1, bitorder="little").astype(bool)
     expanded = lx._expanded[:n]
-    moving = (bits & (trans != np.arange(n)[:, None]) & expanded[:, None])[:, :0xFE]  # real bytes, not marks
+    moving = (bits & (trans != np.arange(n)[:, None]) & expanded[:, None])[:, :128]  # ASCII bytes (word 2 is a depth)
     assert moving.any(), "no loop bit leads to another state of the same class"
+
+
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_depth_bounded_loops_change_no_mask(real_vocab, vocab):
+    """Near its bound a counted language has no loop (each character moves to a state of another
+    class) but a depth-bounded one (``lexer._bounded_loop``): the bytes that all lead to one state,
+    and how many of them every path may read. Walks accept whole a subtree of such bytes no taller
+    than that (height and budget in word 2 of the byte sets). Masks equal the walk that steps
+    through every node for strings at, near and far from ``maxLength``, bounded patterns, bounded
+    integers and short string items, and bounded loops do occur."""
+    tok, index = real_vocab(vocab)
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 12}, "code": {"type": "string", "pattern": "^[A-Z0-9_]{2,10}$"},
+        "n": {"type": "integer", "minimum": 0, "maximum": 99999999}, "tags": {"type": "array",
+        "items": {"type": "string", "minLength": 1, "maxLength": 5}}, "note": {"type": "string", "maxLength": 40}}}
+    ast = Grammar.from_json_schema(schema, whitespace="flexible", property_order="any")._ast
+    fast = CFGCompiledGrammar(ast, index, description="bounded")
+    slow = CFGCompiledGrammar(ast, index, description="bounded")
+    slow.lexers.disable_loop_bits()
+    docs = [{"name": "Ada Lovelace", "code": "AB_12", "n": 99999999, "tags": ["x", "abcde", "été"]},
+            {"note": "word " * 7 + "abcd", "name": "", "code": "ZZZZZZZZZZ", "n": 0},
+            {"name": "naïve café", "note": 'Grüße 日本語 \\ "q" ' + "z" * 20, "tags": []}]
+    texts = [json.dumps(d, ensure_ascii=False) for d in docs]
+    _same_masks_along(index, fast, slow, texts, tok)
+    lx = fast.lexers
+    n = int(lx._ctr[0])
+    budget = lx._loops[:n, 2][lx._expanded[:n]]
+    bounded = (budget != 0) & (budget != np.uint64(2**64 - 1))
+    assert bounded.any(), "no state got a depth-bounded loop"
 
 
 @pytest.mark.parametrize("vocab", ["smollm2", "llama3"])

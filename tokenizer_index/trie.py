@@ -171,6 +171,22 @@ def _subtree_bytes_kernel(byte, depth, max_depth):  # pragma: no cover - numba
     return out
 
 
+@numba.njit(cache=True)
+def _subtree_heights_kernel(depth, max_depth):  # pragma: no cover - numba
+    """Reverse depth-first pass: the longest token below each node, in bytes read from the node on
+    (every leaf ends a token, so it is the subtree's deepest node)."""
+    n = depth.shape[0]
+    out = np.zeros(n, dtype=np.int32)
+    deepest = np.full(max_depth + 2, -1, dtype=np.int64)  # per depth: the deepest node since the parent
+    for i in range(n - 1, -1, -1):
+        d = depth[i]
+        low = max(d, deepest[d + 1])
+        deepest[d + 1] = -1
+        out[i] = low - d + 1
+        deepest[d] = max(deepest[d], low)
+    return out
+
+
 @numba.njit(cache=True, inline="always")
 def utf8_lead(b):  # pragma: no cover - numba
     """What byte ``b`` starts in strict UTF-8 (no overlongs, surrogates or code points past
@@ -267,13 +283,30 @@ UTF8_MARK = 0xFF  # never in UTF-8: stands for "strict UTF-8 characters" in ``wa
 NO_LOOP_MARK = 0xFE  # never in UTF-8, never a loop byte: makes the whole-subtree test fail
 
 
+def subtree_heights(nodes: TrieNodes) -> np.ndarray:
+    """``int32 [M]``: the longest token below each node, in bytes from the node on (its own byte
+    included); built once and kept on ``nodes``."""
+    return _kept(nodes, "_subtree_heights", lambda n: _subtree_heights_kernel(n.depth, _max_depth(n)))
+
+
+def height_code(h) -> np.ndarray:
+    """Thermometer code of a length: the ``min(h, 64)`` low bits of a uint64 set. ``code(a) &
+    ~code(b) == 0`` exactly when ``min(a, 64) <= min(b, 64)``: a subset test compares lengths."""
+    h = np.asarray(h, dtype=np.int64)
+    low = (np.uint64(1) << np.minimum(h, 63).astype(np.uint64)) - np.uint64(1)
+    return np.where(h >= 64, np.uint64(0xFFFFFFFFFFFFFFFF), low).astype(np.uint64)
+
+
 def walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
-    """``subtree_bytes`` as the walks test it against a state's loop bits: where a subtree is
-    strict UTF-8 from a character boundary (``subtree_utf8``), its non-ASCII bytes are replaced by
-    the one byte ``UTF8_MARK``, which a lexer state's loop bits hold when every non-ASCII character
-    keeps it in its mask class; any other subtree holding a non-ASCII byte gets ``NO_LOOP_MARK``,
-    which no state holds (so a raw ``\xff`` token never passes for UTF-8). Built once, kept on
-    ``nodes``."""
+    """``subtree_bytes`` as the walks test it against a state's loop bits (``uint64 [M, 4]``). Where
+    a subtree is strict UTF-8 from a character boundary (``subtree_utf8``), its non-ASCII bytes are
+    replaced by the one byte ``UTF8_MARK``, which a lexer state's loop bits hold when every
+    non-ASCII character keeps it in its mask class; any other subtree holding a non-ASCII byte gets
+    ``NO_LOOP_MARK``, which no state holds (so a raw ``\xff`` token never passes for UTF-8). Word 2
+    (bytes 128-191, which no longer occur) holds the subtree's height instead, ``height_code`` of
+    ``subtree_heights``, and word 2 of a state's loop bits its depth budget (``lexer.ensure_expanded``):
+    the walks' one subset test then also checks that every token below is short enough for a
+    length-bounded loop (a string near its ``maxLength``). Built once, kept on ``nodes``."""
     return _kept(nodes, "_walk_byte_sets", _walk_byte_sets)
 
 
@@ -282,8 +315,8 @@ def _walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
     high = (got[:, 2] | got[:, 3]) != 0
     utf8 = subtree_utf8(nodes) & high
     other = high & ~utf8
-    got[high, 2] = 0
     got[high, 3] = 0
     got[utf8, 3] = np.uint64(1) << np.uint64(UTF8_MARK - 192)
     got[other, 3] = np.uint64(1) << np.uint64(NO_LOOP_MARK - 192)
+    got[:, 2] = height_code(subtree_heights(nodes))
     return got

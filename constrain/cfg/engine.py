@@ -41,6 +41,7 @@ NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set 
 NEED_LEXER_ROOM = -6  # walk status: expanding a lexer state needs a bigger store
 LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
+SHARED_WALK_NODES = 8192  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 _NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
 
@@ -67,7 +68,7 @@ def _set_run(ordered, a, b):  # pragma: no cover - numba
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
-    """Resumable walk. ``pos`` = [node index, count, last token]. Returns 0 when done, 1 when
+    """Resumable walk. ``pos`` = [node index, count, last token, nodes visited]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
     configurations. New parser edges are computed inline (``fast_earley.advance``).
@@ -86,12 +87,73 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     ctx_start = S[17]
     ctx_next = S[18]
     cap = cfg_c.shape[1]
+    single = np.empty(cfg_c.shape[0] + 1, dtype=np.int32)
     n = byte.shape[0]
     i = pos[0]
     count = pos[1]
     last = pos[2]
+    visited = pos[3]
     while i < n:
         d = depth[i]
+        if cnt[d] == 1:
+            # One configuration (most nodes: inside a terminal): walk its region of the trie with
+            # the lexer alone, keeping the states on a contiguous stack as ``_walk_lexer`` does,
+            # until a state lets a terminal end (an event, which the general step below takes) or
+            # the walk leaves the region. Depths the region stepped through are written back to
+            # the configuration arrays before the general step or a pause reads them.
+            c0 = cfg_c[d, 0]
+            d0 = d
+            single[d] = cfg_g[d, 0]
+            event = False
+            while i < n:
+                d = depth[i]
+                if d < d0:
+                    break
+                visited += 1
+                g = single[d]
+                if not expanded[g]:
+                    status = ensure_expanded(lx, g)
+                    if status != READY:
+                        for e in range(d0 + 1, d + 1):
+                            cfg_c[e, 0] = c0
+                            cfg_g[e, 0] = single[e]
+                            cnt[e] = 1
+                        need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
+                        pos[0] = i
+                        pos[1] = count
+                        pos[2] = last
+                        pos[3] = visited
+                        return 1
+                if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
+                        and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
+                    a = sub_start[i]
+                    b2 = sub_start[skip[i]]
+                    count += b2 - a
+                    _set_run(ordered, a, b2)
+                    i = skip[i]
+                    continue
+                g2 = trans[g, byte[i]]
+                if g2 < 0:
+                    i = skip[i]
+                    continue
+                if acc_ptr[g2 + 1] > acc_ptr[g2]:
+                    event = True
+                    break
+                single[d + 1] = g2
+                t = token[i]
+                if t >= 0:
+                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                    count += 1
+                    last = t
+                i += 1
+            if not event:
+                continue
+            for e in range(d0 + 1, d + 1):
+                cfg_c[e, 0] = c0
+                cfg_g[e, 0] = single[e]
+                cnt[e] = 1
+            visited -= 1  # counted again below
+        visited += 1
         for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
             g = cfg_g[d, k]
             if not expanded[g]:
@@ -101,6 +163,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     pos[0] = i
                     pos[1] = count
                     pos[2] = last
+                    pos[3] = visited
                     return 1
         whole = False
         for k in range(cnt[d]):
@@ -159,6 +222,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                             pos[0] = i
                             pos[1] = count
                             pos[2] = last
+                            pos[3] = visited
                             return 1
                         if c2 < 0:
                             continue
@@ -188,6 +252,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     pos[0] = i
     pos[1] = count
     pos[2] = last
+    pos[3] = visited
     return 0
 
 
@@ -462,6 +527,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
         self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
         self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
+        self._shared: set[int] = set()  # lexer state classes whose masks take the split walk
+        # a class whose combined walk visited more trie nodes than this takes the split walk from
+        # then on (its lexer part is then shared by every context); negative: always the split walk
+        self.shared_walk_nodes = SHARED_WALK_NODES
         self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
         self._first_ids: dict[bytes, int] = {}
         self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
@@ -617,12 +686,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         nodes = trie_nodes(trie)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         dense = []
+        classes = self.lexers.mask_class
         for c, g in configs:
+            cls = int(classes[g])
+            if cls not in self._shared and self.shared_walk_nodes >= 0:
+                dense.append((c, g))
+                continue
             inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
             words |= inside
             if len(ev_node) == 0:
                 continue
-            cls = int(self.lexers.mask_class[g])
             key = (c, cls)
             part = self._boundary_parts.get(key)
             if part is None:
@@ -638,7 +711,10 @@ class CFGCompiledGrammar(CompiledGrammar):
                 self._boundary_parts[key] = part
             words |= part
         if dense:
-            words |= self._combined_walk(dense, nodes, trie)
+            part, visited = self._combined_walk(dense, nodes, trie)
+            words |= part
+            if len(dense) == 1 and visited > self.shared_walk_nodes:
+                self._shared.add(int(classes[dense[0][1]]))
         copy_duplicate_bits(words, nodes)
         count = popcount(words)
         last = -1
@@ -723,18 +799,19 @@ class CFGCompiledGrammar(CompiledGrammar):
         (~0.7 MB: allocating them for every walk cost more than most walks; the walks run under
         the lock and never nest)."""
         if self._cfg_buffers is None:
-            cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32)
+            cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
             self._cfg_buffers = (cfg_c, np.empty_like(cfg_c))
         return self._cfg_buffers
 
-    def _combined_walk(self, configs, nodes, trie) -> np.ndarray:
-        """One walk of the whole trie carrying the configuration set (``_walk_cfg``)."""
+    def _combined_walk(self, configs, nodes, trie) -> tuple[np.ndarray, int]:
+        """One walk of the whole trie carrying the configuration set (``_walk_cfg``): its mask bits
+        and the number of trie nodes it visited."""
         cfg_c, cfg_g = self._config_buffers(trie)
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
         cfg_c[0, : len(configs)] = [c for c, _ in configs]
         cfg_g[0, : len(configs)] = [g for _, g in configs]
         cnt[0] = len(configs)
-        pos = np.array([0, 0, -1], dtype=np.int64)
+        pos = np.array([0, 0, -1, 0], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
@@ -745,7 +822,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
                 _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
-                return words
+                return words, int(pos[3])
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")

@@ -34,6 +34,8 @@ N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS = range(6)
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
 LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS = 10, 11, 12, 13, 14
+ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
+MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 # rows the transition table (1 KB a state) reserves at once: allocated without being written (the
 # OS commits pages only as rows are written), so a grammar pays for the rows it expands, and the
@@ -72,8 +74,13 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     Loop bits are the bytes that lead to a state of ``q``'s own mask class (a loop, or a step
     of a long counted string far from its bound): every string of such bytes up to the longest
     token is viable from ``q``. (Classes agree on all strings of length <= L, so from ``q``
-    after b1 the state agrees with ``q`` to depth L, after b2 to depth L - 1, and so on.) The walks
-    accept a subtree whole when its bytes are all loop bits.
+    after b1 the state agrees with ``q`` to depth L, after b2 to depth L - 1, and so on.) Word 2
+    (bytes 128-191, which the walks' subtree byte sets never hold) is the depth budget instead:
+    all ones for such a loop. A state with none and one live component may get a depth-bounded
+    loop (``_bounded_loop``: a string's plain characters near its ``maxLength``): its bytes, and
+    in word 2 the thermometer code of how many of them every path may read. The walks accept a
+    subtree whole when its bytes are all loop bits and its height fits the budget
+    (``trie.walk_byte_sets``): one subset test of four words.
 
     This is what makes the lexer lazy: the walks call it where they reach a state first, so
     only states some token prefix reaches are ever expanded (a block of 145 JSON keys has ~22k
@@ -95,7 +102,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
                         expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
     ctr[N_STATES] = n2
     cls = mask_class[q]
-    for w in range(4):
+    for w in (0, 1, 3):
         bits = np.uint64(0)
         if ctr[LOOP_BITS]:
             for b in range(64):
@@ -103,11 +110,92 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
                 if t >= 0 and mask_class[t] == cls:
                     bits |= np.uint64(1) << np.uint64(b)
         loops[q, w] = bits
-    if (loops[q, 0] | loops[q, 1]) != 0 and vec_ptr[q + 1] - vec_ptr[q] == 1 and trans[q, 0xC2] >= 0 \
-            and _utf8_loops(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
-        loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
+    loops[q, 2] = np.uint64(0)
+    if (loops[q, 0] | loops[q, 1]) != 0:
+        loops[q, 2] = ANY_DEPTH
+        if vec_ptr[q + 1] - vec_ptr[q] == 1 and trans[q, 0xC2] >= 0 \
+                and _utf8_loops(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
+            loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
+    elif ctr[LOOP_BITS] and vec_ptr[q + 1] - vec_ptr[q] == 1:
+        lo, hi, h = _bounded_loop(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, 63)
+        if h > 0:
+            loops[q, 0] = lo
+            loops[q, 1] = hi
+            loops[q, 2] = (np.uint64(1) << np.uint64(h)) - np.uint64(1)
+            loops[q, 3] = np.uint64(0)
     expanded[q] = True
     return READY
+
+
+@numba.njit(cache=True)
+def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap):  # pragma: no cover - numba
+    """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
+    it has none worth testing. Its bytes are the largest group of ASCII bytes that lead ``s`` to one
+    state (a string's plain characters near its ``maxLength``, digits of a bounded number); the
+    depth is how many such bytes every path keeps reading while the whole group keeps leading to
+    one live state, at most ``cap``: every string of those bytes that long is then viable, so a
+    walk accepts whole a subtree of them no taller (``trie.walk_byte_sets``, word 2). Read on the
+    component's own table, so no lexer state is expanded for it."""
+    succ = np.empty(128, dtype=np.int64)
+    n_live = 0
+    for b in range(128):
+        t = comp_flat[comp_row[s] + class_maps[comp_map[s], b]]
+        succ[b] = t + comp_shift[s] if t >= 0 else -1
+        n_live += t >= 0
+    if n_live < MIN_BOUNDED_LOOP_BYTES:
+        return np.uint64(0), np.uint64(0), 0
+    groups = np.empty(128, dtype=np.int64)  # distinct successors and their byte counts
+    sizes = np.zeros(128, dtype=np.int64)
+    n_groups = 0
+    best = -1
+    best_n = 0
+    for b in range(128):
+        t = succ[b]
+        if t < 0:
+            continue
+        j = 0
+        while j < n_groups and groups[j] != t:
+            j += 1
+        if j == n_groups:
+            groups[j] = t
+            n_groups += 1
+        sizes[j] += 1
+        if sizes[j] > best_n:
+            best_n = sizes[j]
+            best = t
+    if best_n < MIN_BOUNDED_LOOP_BYTES:
+        return np.uint64(0), np.uint64(0), 0
+    lo = np.uint64(0)
+    hi = np.uint64(0)
+    for b in range(128):
+        if succ[b] == best:
+            if b < 64:
+                lo |= np.uint64(1) << np.uint64(b)
+            else:
+                hi |= np.uint64(1) << np.uint64(b - 64)
+    h = 1
+    cur = best
+    while h < cap:
+        nxt = -1
+        ok = True
+        for b in range(128):
+            if succ[b] != best:
+                continue
+            t = comp_flat[comp_row[cur] + class_maps[comp_map[cur], b]]
+            if t < 0:
+                ok = False
+                break
+            t += comp_shift[cur]
+            if nxt < 0:
+                nxt = t
+            elif t != nxt:
+                ok = False
+                break
+        if not ok:
+            break
+        h += 1
+        cur = nxt
+    return lo, hi, h
 
 
 @numba.njit(cache=True, inline="always")
