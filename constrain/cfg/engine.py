@@ -41,6 +41,7 @@ NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set 
 NEED_LEXER_ROOM = -6  # walk status: expanding a lexer state needs a bigger store
 LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
+SHARED_WALK_CONFIGS = 2  # ... when it carried at most this many configurations (more: identifier-dense, stays combined)
 SHARED_WALK_NODES = 8192  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 _NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
@@ -689,8 +690,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         classes = self.lexers.mask_class
         for c, g in configs:
             cls = int(classes[g])
-            if cls not in self._shared and self.shared_walk_nodes >= 0:
-                dense.append((c, g))
+            if cls in self._dense or (cls not in self._shared and self.shared_walk_nodes >= 0):
+                dense.append((c, g))  # (a dense class's lexer part would be walked again by the combined walk)
                 continue
             inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
             words |= inside
@@ -713,8 +714,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         if dense:
             part, visited = self._combined_walk(dense, nodes, trie)
             words |= part
-            if len(dense) == 1 and visited > self.shared_walk_nodes:
-                self._shared.add(int(classes[dense[0][1]]))
+            if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
+                self._shared.update(int(classes[g]) for _, g in dense)
         copy_duplicate_bits(words, nodes)
         count = popcount(words)
         last = -1
