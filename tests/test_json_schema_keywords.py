@@ -502,6 +502,33 @@ def test_strict_default_forbids_undeclared_properties(index):
     assert compiled({"type": "object"}, index).accepts_text('{"k":[1,{"n":null}]}')
 
 
+def test_undeclared_key_language_is_built_only_when_read(real_vocab):
+    """The keys of undeclared members (any string minus every spelling of the declared names) form
+    an automaton built on first use: a compile does not build it, and once read it is exact: an
+    undeclared key is taken, a declared name in any spelling is not an extra key, at text level
+    and along a document's real tokens (each token's bit set in the mask before it)."""
+    from constrain.regex.automaton import LazyDFA, clear_memo
+
+    tok, index = real_vocab("smollm2")
+    clear_memo()  # cold: no automaton of an earlier compile
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "additionalProperties": {"type": "boolean"}}
+    g = constrain.compile(Grammar.from_json_schema(schema, strict=False), index, cache=False)
+    lazy = [t[1] for t in g.cfg.terminals if t[0] == "dfa" and isinstance(t[1], LazyDFA)]
+    assert lazy and not any(d.is_built for d in lazy), "the compile built the undeclared-key automaton"
+    text = '{"name":"a","age":3,"nam":true,"extra":false}'
+    m = g.matcher()
+    for t in tok.encode(text, add_special_tokens=False):
+        mask = np.zeros((1, (index.vocab_size + 31) // 32), dtype=np.int32)
+        m.fill_bitmask(mask)
+        assert mask[0, t >> 5] >> (t & 31) & 1, (text, t)
+        m.advance(t)
+    assert m.is_accepting() and any(d.is_built for d in lazy)
+    assert not g.accepts_text('{"name":"a","extra":1}')  # an extra member's value is a boolean
+    assert not g.accepts_text('{"name":"a","n\\u0061me":true}')  # "name" escaped is declared, not extra
+    assert not g.accepts_text('{"name":"a","age":true}')
+
+
 def test_property_order(index):
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
               "required": ["a", "b"]}

@@ -947,7 +947,11 @@ class _Builder:
             if key is not None and name_lang is not None:
                 key = boolean.intersect(key, name_lang)
             excluded = [x for x in outside + ([declared_keys] if declared_keys is not None else []) if x is not None]
-            if key is not None and excluded:
+            if key is not None and excluded and not inside and name_lang is None and not outside:
+                # any string minus the declared names (finitely many): never empty, and read only
+                # when a document writes an undeclared key, so built on first use
+                key = boolean.lazy_difference(key, num.alt(*excluded))
+            elif key is not None and excluded:
                 key = boolean.difference(key, num.alt(*excluded))
             if key is not None:
                 if key[0] == "dfa":  # a product (the keys not declared): a terminal of its own, not
@@ -1788,13 +1792,9 @@ def _name_literal(name: str, declared: int, spellings: str = "all"):
 
 
 def _dedupe(pieces):
-    seen, out = set(), []
-    for p in pieces:
-        key = repr(p)
-        if key not in seen:
-            seen.add(key)
-            out.append(p)
-    return out
+    """The pieces without repeats. AST tuples hash and compare structurally, with automata by
+    identity (what their ``repr`` did, which built a string of every spelling: 7% of a compile)."""
+    return list(dict.fromkeys(pieces))
 
 
 def _has_dfa(ast) -> bool:

@@ -71,7 +71,7 @@ def accepts_empty(node: Node) -> bool:
     if kind == "rep":
         return node[2] == 0 or accepts_empty(node[1])
     if kind == "dfa":
-        return bool(node[1].accepting[node[1].start])
+        return node[1].accepts_empty_string()
     raise AssertionError(kind)
 
 

@@ -76,6 +76,9 @@ class DFA:
         s = self.walk(self.start, data)
         return s >= 0 and bool(self.accepting[s])
 
+    def accepts_empty_string(self) -> bool:
+        return bool(self.accepting[self.start])
+
     @property
     def fingerprint(self) -> str:
         if self._fingerprint is None:
@@ -85,6 +88,40 @@ class DFA:
             h.update(self.accepting.tobytes())
             self._fingerprint = h.hexdigest()[:32]
         return self._fingerprint
+
+
+class LazyDFA(DFA):
+    """A DFA built on first use of its tables by ``build()`` (which must return a DFA), for a
+    language known non-empty that a compile may never read: the keys an object's undeclared
+    members may use (any string minus every spelling of the declared names), whose automaton cost
+    a quarter of a JSON Schema compile and is read only when a document writes such a key.
+    ``empty_string`` is whether the language holds the empty string, known without building it."""
+
+    _FIELDS = ("_trans", "accepting", "start", "table", "classes", "horizon")
+
+    def __init__(self, build, empty_string: bool = False) -> None:  # noqa: D107 - no DFA.__init__: nothing built yet
+        self._build = build
+        self._empty_string = empty_string
+        self._fingerprint = None
+
+    def __getattr__(self, name: str):
+        # called only for attributes not set yet: the tables, on their first read
+        if name not in LazyDFA._FIELDS:
+            raise AttributeError(name)
+        built = self._build()
+        for field in LazyDFA._FIELDS:
+            self.__dict__[field] = getattr(built, field)
+        return self.__dict__[name]
+
+    @property
+    def is_built(self) -> bool:
+        return "accepting" in self.__dict__
+
+    def accepts_empty_string(self) -> bool:
+        return self._empty_string
+
+    def __repr__(self) -> str:
+        return super().__repr__() if self.is_built else "LazyDFA(not built)"
 
 
 @lru_cache(maxsize=4096)

@@ -47,7 +47,7 @@ def _memoised(key: tuple, build):
             _products.move_to_end(key)
             return hit
     result = build()
-    size = result[1].num_states if result is not None and result[0] == "dfa" else 0
+    size = _memo_size(result)
     if size <= _PRODUCT_STATE_BUDGET // 4:
         with _products_lock:
             if key not in _products:
@@ -55,8 +55,15 @@ def _memoised(key: tuple, build):
                 _product_states += size
                 while _product_states > _PRODUCT_STATE_BUDGET and _products:
                     _, old = _products.popitem(last=False)
-                    _product_states -= old[1].num_states if old is not None and old[0] == "dfa" else 0
+                    _product_states -= _memo_size(old)
     return result
+
+
+def _memo_size(result) -> int:
+    """States a memoised result counts against the budget (a lazy one counts none: counting would build it)."""
+    if result is None or result[0] != "dfa" or isinstance(result[1], automaton.LazyDFA):
+        return 0
+    return result[1].num_states
 
 
 def _as_dfa(node) -> DFA | None:
@@ -302,6 +309,20 @@ def _difference(node, minus):
         return ("dfa", a)
     result = _product(a, b, difference=True)
     return None if result is None else ("dfa", result)
+
+
+def lazy_difference(node, minus, empty_string: bool = False):
+    """AST leaf for ``L(node) - L(minus)`` when the caller knows it is not empty, built on first use
+    (``automaton.LazyDFA``; memoised like ``difference``, so equal requests share one automaton)."""
+    return _memoised(("lazy minus", node, minus),
+                     lambda: ("dfa", automaton.LazyDFA(lambda: _lazy_built(node, minus), empty_string)))
+
+
+def _lazy_built(node, minus) -> DFA:
+    got = _difference(node, minus)
+    if got is None:  # the caller's promise was wrong: a bug, not a user error
+        raise AssertionError("a lazily built difference has an empty language")
+    return got[1]
 
 
 def is_empty(node) -> bool:
