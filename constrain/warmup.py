@@ -23,13 +23,18 @@ def warmup() -> float:
     compile_grammar(Grammar.from_regex("[ab]{0,600}"), tiny, cache=False).matcher().allowed_token_ids()
     # a chain of small pieces: glued DFAs (``automaton._concatenation``) instead of one NFA
     compile_grammar(Grammar.from_regex("abcd(?:a|b)+"), tiny, cache=False).matcher().allowed_token_ids()
-    # a CFG with a long terminal and boundaries everywhere: Earley, lexer products, every walk
-    g = compile_grammar(Grammar.from_lark('start: x ("+" x)*\nx: /[ab]{1,600}/\n'), tiny, cache=False)
-    m = g.matcher()
-    for token in (2, 3, 0):
+    # a CFG with a long terminal and boundaries everywhere: Earley, lexer products, every walk:
+    # the combined walk (the default) and the split walk a big class switches to (its kernels
+    # loaded in the middle of a mask cost ~50 ms)
+    for split_after in (None, -1):
+        g = compile_grammar(Grammar.from_lark('start: x ("+" x)*\nx: /[ab]{1,600}/\n'), tiny, cache=False)
+        if split_after is not None:
+            g.shared_walk_nodes = split_after
+        m = g.matcher()
+        for token in (2, 3, 0):
+            m.allowed_token_ids()
+            m.advance(token)
         m.allowed_token_ids()
-        m.advance(token)
-    m.allowed_token_ids()
     from constrain.json_schema.numbers import integer_every_spelling
     from constrain.json_schema.strings import keep_ascii_spellings
 
