@@ -66,6 +66,17 @@ def _set_run(ordered, a, b):  # pragma: no cover - numba
     ordered[wb] |= hi
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d):  # pragma: no cover - numba
+    """Depths ``d0 + 1 .. d`` of a one-configuration run of ``_walk_cfg`` (its lexer states on the
+    stack ``single``) written to the configuration arrays, which the general step and a resumed
+    walk read."""
+    for e in range(d0 + 1, d + 1):
+        cfg_c[e, 0] = c0
+        cfg_g[e, 0] = single[e]
+        cnt[e] = 1
+
+
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
@@ -115,10 +126,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if not expanded[g]:
                     status = ensure_expanded(lx, g)
                     if status != READY:
-                        for e in range(d0 + 1, d + 1):
-                            cfg_c[e, 0] = c0
-                            cfg_g[e, 0] = single[e]
-                            cnt[e] = 1
+                        _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
                         need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                         pos[0] = i
                         pos[1] = count
@@ -149,10 +157,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 i += 1
             if not event:
                 continue
-            for e in range(d0 + 1, d + 1):
-                cfg_c[e, 0] = c0
-                cfg_g[e, 0] = single[e]
-                cnt[e] = 1
+            _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
             visited -= 1  # counted again below
         visited += 1
         for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
