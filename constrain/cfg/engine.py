@@ -8,10 +8,10 @@ start`` means "between terminals". A byte either continues the current terminal 
 terminal may end (no maximal munch: every end is a branch), also starts the next one in the
 context after that terminal. The set of configurations is what makes lexing exact.
 
-Masks, per configuration: the tokens that stay inside the lexer (cached per state class, shared
-by every context), plus the tokens that cross a boundary, walked from the few trie nodes where a
-crossing can start (``_walk_subtrees``); configurations whose boundaries are everywhere take one
-combined walk carrying the configuration set per depth (``_walk_cfg``). The walks advance the
+Masks: one combined walk carrying the configuration set per depth (``_walk_cfg``), or, for lexer
+state classes whose walks are big, the split: the tokens that stay inside the lexer (cached per
+state class, shared by every context), plus the tokens that cross a boundary, walked from the few
+trie nodes where a crossing can start (``_walk_subtrees``). The walks advance the
 parser inline (numba ``fast_earley.advance``) and pause only for Python to grow the parser store
 or build a lexer block. Masks and configuration sets are interned, so repeated structure costs a
 dictionary lookup.
@@ -680,11 +680,14 @@ class CFGCompiledGrammar(CompiledGrammar):
         return entry
 
     def _walk(self, config_id: int):
-        """Mask bits of a configuration set: per configuration, the context-independent tokens of its
-        lexer state (cached per state class, shared by every context) plus the tokens that cross a
-        terminal boundary: walked only from the children of event nodes (where a terminal may end)
-        whose byte may start what follows. Configurations whose boundaries are everywhere (an
-        identifier that may be followed by another identifier) go into one combined walk instead."""
+        """Mask bits of a configuration set. By default one combined walk of the trie carrying the
+        configurations (one numba call: cheaper than orchestrating the split below). A lexer state
+        class whose combined walk was big (``shared_walk_nodes``) takes the split walk from then on:
+        the context-independent tokens of its lexer state (cached per class, shared by every
+        context) plus the tokens that cross a terminal boundary, walked only from the children of
+        event nodes (where a terminal may end) whose byte may start what follows; a class whose
+        boundaries are everywhere (an identifier that may be followed by another identifier) goes
+        back to the combined walk. Both are exact: the choice only changes speed."""
         configs = sorted(self._configs[config_id])
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
