@@ -67,6 +67,30 @@ def _set_run(ordered, a, b):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _loops_cover(sub_bytes, i, loops, g):  # pragma: no cover - numba
+    """Whether state ``g`` keeps every token below trie node ``i`` alive without stepping: the
+    subtree's bytes are all loop bits of ``g`` and (word 2: height against depth budget, see
+    ``trie.walk_byte_sets``) no token below is longer than the loop allows."""
+    return ((sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0
+            and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _accept_subtree(ordered, sub_start, skip, i):  # pragma: no cover - numba
+    """Allow every token below trie node ``i`` (one run of positions in byte order, set in
+    ``ordered``); returns the node after the subtree."""
+    _set_run(ordered, sub_start[i], sub_start[skip[i]])
+    return skip[i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pause(pos, i, visited):  # pragma: no cover - numba
+    """Save where ``_walk_cfg`` stands, so a call after Python served its request resumes there."""
+    pos[0] = i
+    pos[1] = visited
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d):  # pragma: no cover - numba
     """Depths ``d0 + 1 .. d`` of a one-configuration run of ``_walk_cfg`` (its lexer states on the
     stack ``single``) written to the configuration arrays, which the general step and a resumed
@@ -80,7 +104,7 @@ def _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d):  # pragma: no cover - num
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
-    """Resumable walk. ``pos`` = [node index, count, last token, nodes visited]. Returns 0 when done, 1 when
+    """Resumable walk. ``pos`` = [node index, nodes visited]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
     configurations. New parser edges are computed inline (``fast_earley.advance``).
@@ -102,9 +126,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     single = np.empty(cfg_c.shape[0] + 1, dtype=np.int32)
     n = byte.shape[0]
     i = pos[0]
-    count = pos[1]
-    last = pos[2]
-    visited = pos[3]
+    visited = pos[1]
     while i < n:
         d = depth[i]
         if cnt[d] == 1:
@@ -128,18 +150,10 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     if status != READY:
                         _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
                         need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
-                        pos[0] = i
-                        pos[1] = count
-                        pos[2] = last
-                        pos[3] = visited
+                        _pause(pos, i, visited)
                         return 1
-                if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
-                        and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
-                    a = sub_start[i]
-                    b2 = sub_start[skip[i]]
-                    count += b2 - a
-                    _set_run(ordered, a, b2)
-                    i = skip[i]
+                if _loops_cover(sub_bytes, i, loops, g):
+                    i = _accept_subtree(ordered, sub_start, skip, i)
                     continue
                 g2 = trans[g, byte[i]]
                 if g2 < 0:
@@ -152,8 +166,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 t = token[i]
                 if t >= 0:
                     out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                    count += 1
-                    last = t
                 i += 1
             if not event:
                 continue
@@ -166,24 +178,16 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 status = ensure_expanded(lx, g)
                 if status != READY:
                     need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
-                    pos[0] = i
-                    pos[1] = count
-                    pos[2] = last
-                    pos[3] = visited
+                    _pause(pos, i, visited)
                     return 1
         whole = False
         for k in range(cnt[d]):
             g = cfg_g[d, k]
-            if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
-                    and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
+            if _loops_cover(sub_bytes, i, loops, g):
                 whole = True
                 break
         if whole:
-            a = sub_start[i]
-            b2 = sub_start[skip[i]]
-            count += b2 - a
-            _set_run(ordered, a, b2)
-            i = skip[i]
+            i = _accept_subtree(ordered, sub_start, skip, i)
             continue
         b = byte[i]
         m = 0
@@ -225,10 +229,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                         if c2 < NO_CONTEXT:
                             if c2 != NEED_LEXER:
                                 need[0] = c2
-                            pos[0] = i
-                            pos[1] = count
-                            pos[2] = last
-                            pos[3] = visited
+                            _pause(pos, i, visited)
                             return 1
                         if c2 < 0:
                             continue
@@ -252,13 +253,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         t = token[i]
         if t >= 0:
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            count += 1
-            last = t
         i += 1
-    pos[0] = i
-    pos[1] = count
-    pos[2] = last
-    pos[3] = visited
+    _pause(pos, i, visited)
     return 0
 
 
@@ -295,12 +291,8 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
             status = ensure_expanded(lx, g)
             if status != READY:
                 return -status
-        if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
-                and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
-            a = sub_start[i]
-            b2 = sub_start[skip[i]]
-            _set_run(ordered, a, b2)
-            i = skip[i]
+        if _loops_cover(sub_bytes, i, loops, g):
+            i = _accept_subtree(ordered, sub_start, skip, i)
             continue
         g = trans[g, byte[i]]
         if g < 0:
@@ -429,15 +421,11 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             whole = False
             for k in range(cnt[d]):
                 g = cfg_g[d, k]
-                if (sub_bytes[i, 0] & ~loops[g, 0]) == 0 and (sub_bytes[i, 1] & ~loops[g, 1]) == 0 \
-                        and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~loops[g, 3]) == 0:
+                if _loops_cover(sub_bytes, i, loops, g):
                     whole = True
                     break
             if whole:
-                a = sub_start[i]
-                b2 = sub_start[skip[i]]
-                _set_run(ordered, a, b2)
-                i = skip[i]
+                i = _accept_subtree(ordered, sub_start, skip, i)
                 continue
             b = byte[i]
             m = 0
@@ -820,7 +808,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         cfg_c[0, : len(configs)] = [c for c, _ in configs]
         cfg_g[0, : len(configs)] = [g for _, g in configs]
         cnt[0] = len(configs)
-        pos = np.array([0, 0, -1, 0], dtype=np.int64)
+        pos = np.array([0, 0], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
@@ -831,7 +819,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                                nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
             if status == 0:
                 _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
-                return words, int(pos[3])
+                return words, int(pos[1])
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")

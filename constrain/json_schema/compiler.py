@@ -947,12 +947,11 @@ class _Builder:
             if key is not None and name_lang is not None:
                 key = boolean.intersect(key, name_lang)
             excluded = [x for x in outside + ([declared_keys] if declared_keys is not None else []) if x is not None]
-            if key is not None and excluded and not inside and name_lang is None and not outside:
-                # any string minus the declared names (finitely many): never empty, and read only
-                # when a document writes an undeclared key, so built on first use
-                key = boolean.lazy_difference(key, num.alt(*excluded))
-            elif key is not None and excluded:
-                key = boolean.difference(key, num.alt(*excluded))
+            if key is not None and excluded:
+                # any string minus the declared names (finitely many) is never empty and is read only
+                # when a document writes an undeclared key: built on first use
+                plain = not inside and not outside and name_lang is None
+                key = (boolean.lazy_difference if plain else boolean.difference)(key, num.alt(*excluded))
             if key is not None:
                 if key[0] == "dfa":  # a product (the keys not declared): a terminal of its own, not
                     self._standalone.add(key)  # glued to `ws : ws` by one more ~2 ms minimisation

@@ -311,11 +311,12 @@ def _difference(node, minus):
     return None if result is None else ("dfa", result)
 
 
-def lazy_difference(node, minus, empty_string: bool = False):
-    """AST leaf for ``L(node) - L(minus)`` when the caller knows it is not empty, built on first use
-    (``automaton.LazyDFA``; memoised like ``difference``, so equal requests share one automaton)."""
+def lazy_difference(node, minus):
+    """AST leaf for ``L(node) - L(minus)`` when the caller knows it is not empty and that it holds
+    no empty string (a member key: quoted), built on first use (``automaton.LazyDFA``; memoised like
+    ``difference``, so equal requests share one automaton)."""
     return _memoised(("lazy minus", node, minus),
-                     lambda: ("dfa", automaton.LazyDFA(lambda: _lazy_built(node, minus), empty_string)))
+                     lambda: ("dfa", automaton.LazyDFA(lambda: _lazy_built(node, minus), empty_string=False)))
 
 
 def _lazy_built(node, minus) -> DFA:
