@@ -55,4 +55,8 @@ def warmup() -> float:
     for dtype in (np.int32, np.int64, np.uint64, np.bool_):
         grown_rows(np.zeros((1, 4), dtype=dtype), 2)
         grown(np.zeros(1, dtype=dtype), 2)
+    # the parser's hash-table rebuild after it outgrows its tables (~7 ms to load inside a mask)
+    from constrain.cfg.fast_earley import _rehash
+
+    _rehash(np.zeros(2, dtype=np.int64), 0, np.full(8, -1, dtype=np.int32))
     return time.perf_counter() - t0

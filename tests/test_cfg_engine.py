@@ -225,6 +225,62 @@ _BOUNDED_TEXTS = ['{"name":"Ada Lovelace","tags":["a","bc","Zürich","x y"],"n":
                   '{"name":"","tags":[],"n":-5}', '{"n":900,"name":"éé","tags":["123456","q"]}']
 
 
+def _walk_in_step(compiled: list, texts: list[str], tok, index, rnd, key, masks=None) -> None:
+    """Walk matchers of ``compiled`` together along the real encodings of ``texts`` (texts SmolLM2
+    cannot encode faithfully skipped: it has no token for some bytes, 0xf1...), then a few random
+    allowed tokens, asserting at every step that their masks agree and allow the next token.
+    ``masks(matchers)`` gives the rows to compare (default: each matcher's mask)."""
+    for text in texts:
+        ids = list(tok.encode(text, add_special_tokens=False))
+        if index.decode_bytes(ids) != text.encode():
+            continue
+        ms = [c.matcher() for c in compiled]
+        for k in range(len(ids) + 3):
+            words = masks(ms) if masks else [_mask(m, index) for m in ms]
+            assert all((w == words[0]).all() for w in words[1:]), (key, index.decode_bytes(ids[:k]))
+            allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
+            if k < len(ids):
+                assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
+            elif not allowed:
+                break
+            t = ids[k] if k < len(ids) else rnd.choice(allowed)
+            for m in ms:
+                m.advance(t)
+
+
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "schema"])
+def test_memoised_set_steps_change_no_mask(real_vocab, key):
+    """The walk memoises each configuration set's step per byte (``step_memo``) for the life of the
+    compiled grammar. Masks with the memo, with the memo after it was filled (every mask walked
+    again: its steps now read back), and with no memo at all agree along real encodings and a
+    random walk; the memo was used."""
+    from constrain.cfg.engine import MAX_CONFIGS
+    from constrain.cfg.step_memo import UNSEEN, StepMemo
+
+    tok, index = real_vocab("smollm2")
+
+    def build():
+        if key == "schema":
+            return constrain.compile(Grammar.from_json_schema(_BOUNDED_SCHEMA, property_order="any"), index,
+                                     cache=False)
+        return CFGCompiledGrammar(_source(key)[1], index, description=key)
+
+    memo, bare = build(), build()
+    bare._memo = StepMemo.disabled(index.trie.max_len, MAX_CONFIGS)
+    texts = _BOUNDED_TEXTS if key == "schema" else _sentences(_source(key)[1], _seed(key) + 31, 3, max_terminals=10)
+
+    def masks(ms):
+        words = [_mask(m, index) for m in ms]
+        memo._masks.clear()
+        memo._class_masks.clear()
+        return words + [_mask(ms[0], index)]  # the same walk again, its steps read from the memo
+
+    _walk_in_step([memo, bare], texts, tok, index, random.Random(_seed(key) + 32), key, masks)
+    n = memo._memo.n_sets
+    assert n > 0 and (memo._memo.next[:n] != UNSEEN).any(), "the walks never stepped a memoised set"
+    assert bare._memo.n_sets == 0
+
+
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
 def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
     """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer
@@ -249,21 +305,7 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
         texts = _BOUNDED_TEXTS
     else:
         texts = _sentences(_source(key)[1], _seed(key) + 21, 2, max_terminals=10)
-    rnd = random.Random(_seed(key) + 22)
-    for text in texts:
-        ids = list(tok.encode(text, add_special_tokens=False))
-        ms = [c.matcher() for c in (combined, split, switching)]
-        for k in range(len(ids) + 3):
-            words = [_mask(m, index) for m in ms]
-            assert (words[0] == words[1]).all() and (words[0] == words[2]).all(), (key, index.decode_bytes(ids[:k]))
-            allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
-            if k < len(ids):
-                assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
-            elif not allowed:
-                break
-            t = ids[k] if k < len(ids) else rnd.choice(allowed)
-            for m in ms:
-                m.advance(t)
+    _walk_in_step([combined, split, switching], texts, tok, index, random.Random(_seed(key) + 22), key)
     assert switching._shared, "no class switched to the split walk: the test no longer covers it"
 
 

@@ -29,10 +29,11 @@ from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKN
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
                                  LexerBlocks, ensure_expanded)
+from constrain.cfg.step_memo import DEAD, M_NEXT, M_SET_ID, NEED_MEMO_ROOM, StepMemo, memo_intern, memo_load
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
-from constrain.walk import _popcount, copy_duplicate_bits, popcount
+from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
 from tokenizer_index.trie import id_words, trie_nodes, walk_byte_sets
 
@@ -91,19 +92,20 @@ def _pause(pos, i, visited):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d):  # pragma: no cover - numba
+def _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d):  # pragma: no cover - numba
     """Depths ``d0 + 1 .. d`` of a one-configuration run of ``_walk_cfg`` (its lexer states on the
     stack ``single``) written to the configuration arrays, which the general step and a resumed
-    walk read."""
+    walk read (their memo ids unknown: interned when a general step needs them)."""
     for e in range(d0 + 1, d + 1):
         cfg_c[e, 0] = c0
         cfg_g[e, 0] = single[e]
         cnt[e] = 1
+        set_id[e] = -1
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
+              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, memo):  # pragma: no cover - numba
     """Resumable walk. ``pos`` = [node index, nodes visited]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -122,6 +124,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     tset_start = S[16]
     ctx_start = S[17]
     ctx_next = S[18]
+    memo_next = memo[M_NEXT]
+    set_id = memo[M_SET_ID]
     cap = cfg_c.shape[1]
     single = np.empty(cfg_c.shape[0] + 1, dtype=np.int32)
     n = byte.shape[0]
@@ -148,7 +152,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if not expanded[g]:
                     status = ensure_expanded(lx, g)
                     if status != READY:
-                        _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
+                        _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d)
                         need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                         _pause(pos, i, visited)
                         return 1
@@ -159,8 +163,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if g2 < 0:
                     i = skip[i]
                     continue
-                if acc_ptr[g2 + 1] > acc_ptr[g2]:
-                    event = True
+                if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != i + 1:
+                    event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
                     break
                 single[d + 1] = g2
                 t = token[i]
@@ -169,7 +173,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 i += 1
             if not event:
                 continue
-            _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
+            _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d)
             visited -= 1  # counted again below
         visited += 1
         for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
@@ -190,6 +194,39 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             i = _accept_subtree(ordered, sub_start, skip, i)
             continue
         b = byte[i]
+        if skip[i] == i + 1:
+            # A leaf: its token is allowed when any configuration's lexer survives the byte; what
+            # the parser would make of a terminal ending here matters only to longer tokens
+            # (skipping it spares a parser context per terminal sequence that ends a token).
+            for k in range(cnt[d]):
+                if trans[cfg_g[d, k], b] >= 0:
+                    t = token[i]
+                    if t >= 0:
+                        out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                    break
+            i += 1
+            continue
+        sid = set_id[d]  # the memoised step of this set on this byte (``step_memo``)
+        if sid < 0:
+            sid = memo_intern(memo, cfg_c, cfg_g, d, cnt[d])
+            if sid == NEED_MEMO_ROOM:
+                need[0] = NEED_MEMO_ROOM
+                _pause(pos, i, visited)
+                return 1
+            set_id[d] = sid
+        if sid >= 0:
+            known = memo_next[sid, b]
+            if known == DEAD:
+                i = skip[i]
+                continue
+            if known >= 0:
+                cnt[d + 1] = memo_load(memo, known, cfg_c, cfg_g, d + 1)
+                set_id[d + 1] = known
+                t = token[i]
+                if t >= 0:
+                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                i += 1
+                continue
         m = 0
         for k in range(cnt[d]):
             c = cfg_c[d, k]
@@ -247,8 +284,20 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                         cfg_g[d + 1, m] = s2
                         m += 1
         if m == 0:
+            if sid >= 0:
+                memo_next[sid, b] = DEAD
             i = skip[i]
             continue
+        nid = -1
+        if sid >= 0:
+            nid = memo_intern(memo, cfg_c, cfg_g, d + 1, m)
+            if nid == NEED_MEMO_ROOM:  # (the step is taken again when the walk resumes here)
+                need[0] = NEED_MEMO_ROOM
+                _pause(pos, i, visited)
+                return 1
+            if nid >= 0:
+                memo_next[sid, b] = nid
+        set_id[d + 1] = nid
         cnt[d + 1] = m
         t = token[i]
         if t >= 0:
@@ -345,6 +394,32 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
                 unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
     for w in range(all_words.shape[0]):
         out_words[w] |= all_words[w] & ~unset[w]
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepting, words):  # pragma: no cover
+    """Everything a walk leaves to do, in one call: the subtrees accepted whole (``ordered``) to
+    token bits, the bits of tokens whose bytes duplicate an allowed one, EOS where the
+    configuration set accepts. Returns (allowed count, the only allowed token or -1)."""
+    _ordered_to_words(ordered, trie_ids, all_words, words)
+    for k in range(dup_of.shape[0]):
+        s = dup_of[k]
+        if (words[s >> 5] >> np.uint32(s & 31)) & np.uint32(1):
+            t = dup_ids[k]
+            words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+    if accepting:
+        for e in eos_ids:
+            words[e >> 5] |= np.uint32(1) << np.uint32(e & 31)
+    count = _popcount(words)
+    last = -1
+    if count == 1:
+        for w in range(words.shape[0]):
+            if words[w] != 0:
+                for k in range(32):
+                    if (words[w] >> np.uint32(k)) & np.uint32(1):
+                        last = w * 32 + k
+                break
+    return count, last
 
 
 @numba.njit(cache=True, nogil=True)
@@ -496,6 +571,20 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     return 0
 
 
+class _WalkBuffers:
+    """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
+
+    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "ordered")
+
+    def __init__(self, max_len: int, ordered_words: int) -> None:
+        self.cfg_c = np.empty((max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
+        self.cfg_g = np.empty_like(self.cfg_c)
+        self.cnt = np.zeros(max_len + 2, dtype=np.int32)
+        self.pos = np.zeros(2, dtype=np.int64)
+        self.need = np.zeros(2, dtype=np.int32)
+        self.ordered = np.zeros(ordered_words, dtype=np.uint32)  # trie positions accepted whole
+
+
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
                  eager_terminals: bool = False, chains: bool = True) -> None:
@@ -531,7 +620,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
-        self._cfg_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the parser walks' stacks
+        self._buffers: _WalkBuffers | None = None  # the parser walks' working arrays
+        self._memo = StepMemo(index.trie.max_len, MAX_CONFIGS)  # memoised configuration-set steps
+        self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
         if eager_terminals:
             self.lexers.build_components()
@@ -573,6 +664,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             self.lexers.serve(NEED_ROOM)
         elif kind == LEXER_FULL:
             self.lexers.serve(FULL)
+        elif kind == NEED_MEMO_ROOM:
+            self._memo.make_room()
         else:  # pragma: no cover - a walk bug, not a user error
             raise AssertionError(f"unexpected walk request {kind}")
 
@@ -653,16 +746,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             if entry is not None:
                 self._masks[config_id] = entry
                 return entry
-            words = self._walk(config_id)
-            count = int(words[1])
-            last = int(words[2])
-            bits = words[0]
-            if self._accepting(config_id):
-                for e in self.index.eos_token_ids:
-                    bits[e >> 5] |= np.uint32(1 << (e & 31))
-                count += len(self.index.eos_token_ids)
-                last = self.index.eos_token_ids[0]
-            entry = MaskEntry.of(bits, count, last if count == 1 else -1)
+            bits, count, last = self._walk(config_id)
+            entry = MaskEntry.of(bits, count, last)
             self._masks[config_id] = entry
             self._class_masks[key] = entry
         return entry
@@ -682,6 +767,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         trie = self.index.trie
         nodes = trie_nodes(trie)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        buffers = self._walk_buffers(trie)
+        ordered = buffers.ordered
+        ordered[:] = 0
         dense = []
         classes = self.lexers.mask_class
         for c, g in configs:
@@ -708,16 +796,12 @@ class CFGCompiledGrammar(CompiledGrammar):
                 self._boundary_parts[key] = part
             words |= part
         if dense:
-            part, visited = self._combined_walk(dense, nodes, trie)
-            words |= part
+            visited = self._combined_walk(dense, nodes, buffers, words)
             if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
                 self._shared.update(int(classes[g]) for _, g in dense)
-        copy_duplicate_bits(words, nodes)
-        count = popcount(words)
-        last = -1
-        if count == 1:
-            last = int(np.flatnonzero(np.unpackbits(words.view(np.uint8), bitorder="little"))[0])
-        return words, count, last
+        count, last = _finish_mask(ordered, trie.ids, id_words(trie, len(words)), nodes.dup_of, nodes.dup_ids,
+                                   self._eos_ids, self._accepting(config_id), words)
+        return words, int(count), int(last)
 
     def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
         """(roots, their contexts, their lexer states) where tokens cross a boundary of config
@@ -792,34 +876,38 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._serve(need)
 
     def _config_buffers(self, trie) -> tuple[np.ndarray, np.ndarray]:
-        """The parser walks' configuration stacks (per depth, up to MAX_CONFIGS), allocated once
-        (~0.7 MB: allocating them for every walk cost more than most walks; the walks run under
-        the lock and never nest)."""
-        if self._cfg_buffers is None:
-            cfg_c = np.empty((trie.max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
-            self._cfg_buffers = (cfg_c, np.empty_like(cfg_c))
-        return self._cfg_buffers
+        """The parser walks' configuration stacks (``_walk_buffers``)."""
+        b = self._walk_buffers(trie)
+        return b.cfg_c, b.cfg_g
 
-    def _combined_walk(self, configs, nodes, trie) -> tuple[np.ndarray, int]:
-        """One walk of the whole trie carrying the configuration set (``_walk_cfg``): its mask bits
-        and the number of trie nodes it visited."""
-        cfg_c, cfg_g = self._config_buffers(trie)
-        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
-        cfg_c[0, : len(configs)] = [c for c, _ in configs]
-        cfg_g[0, : len(configs)] = [g for _, g in configs]
+    def _walk_buffers(self, trie) -> "_WalkBuffers":
+        """The parser walks' working arrays, allocated once (the configuration stacks alone are
+        ~0.7 MB: allocating them for every walk cost more than most walks; the walks run under the
+        lock and never nest, and every result is copied out of them)."""
+        if self._buffers is None:
+            self._buffers = _WalkBuffers(trie.max_len, (len(trie.ids) + 31) // 32)
+        return self._buffers
+
+    def _combined_walk(self, configs, nodes, buffers: "_WalkBuffers", words: np.ndarray) -> int:
+        """One walk of the whole trie carrying the configuration set (``_walk_cfg``): its token
+        bits set in ``words``, its subtrees accepted whole in ``buffers.ordered`` (for
+        ``_finish_mask``). Returns the number of trie nodes it visited."""
+        cfg_c, cfg_g, cnt, pos, need = buffers.cfg_c, buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need
+        for k, (c, g) in enumerate(configs):
+            cfg_c[0, k] = c
+            cfg_g[0, k] = g
         cnt[0] = len(configs)
-        pos = np.array([0, 0], dtype=np.int64)
-        need = np.zeros(2, dtype=np.int32)
-        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
-        ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
+        pos[0] = pos[1] = 0
+        memo = self._memo
+        memo.set_id[0] = -1
         sub_bytes = walk_byte_sets(nodes)
         while True:
             p = self.parser
-            status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start, ordered,
-                               nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need)
+            status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
+                               buffers.ordered, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt,
+                               pos, words, need, memo.arrays)
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
-                return words, int(pos[1])
+                return int(pos[1])
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
