@@ -156,12 +156,12 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                         need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                         _pause(pos, i, visited)
                         return 1
+                g2 = trans[g, byte[i]]
+                if g2 < 0:  # (tested first: a dead byte is no loop byte, and most children die)
+                    i = skip[i]
+                    continue
                 if _loops_cover(sub_bytes, i, loops, g):
                     i = _accept_subtree(ordered, sub_start, skip, i)
-                    continue
-                g2 = trans[g, byte[i]]
-                if g2 < 0:
-                    i = skip[i]
                     continue
                 if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != i + 1:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
@@ -184,6 +184,24 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                     _pause(pos, i, visited)
                     return 1
+        b = byte[i]
+        alive = False  # (tested first: a dead byte is no loop byte, and most children die)
+        for k in range(cnt[d]):
+            if trans[cfg_g[d, k], b] >= 0:
+                alive = True
+                break
+        if not alive:
+            i = skip[i]
+            continue
+        if skip[i] == i + 1:
+            # A leaf: its token is allowed (some configuration's lexer survives the byte); what
+            # the parser would make of a terminal ending here matters only to longer tokens
+            # (skipping it spares a parser context per terminal sequence that ends a token).
+            t = token[i]
+            if t >= 0:
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            i += 1
+            continue
         whole = False
         for k in range(cnt[d]):
             g = cfg_g[d, k]
@@ -192,19 +210,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 break
         if whole:
             i = _accept_subtree(ordered, sub_start, skip, i)
-            continue
-        b = byte[i]
-        if skip[i] == i + 1:
-            # A leaf: its token is allowed when any configuration's lexer survives the byte; what
-            # the parser would make of a terminal ending here matters only to longer tokens
-            # (skipping it spares a parser context per terminal sequence that ends a token).
-            for k in range(cnt[d]):
-                if trans[cfg_g[d, k], b] >= 0:
-                    t = token[i]
-                    if t >= 0:
-                        out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                    break
-            i += 1
             continue
         sid = set_id[d]  # the memoised step of this set on this byte (``step_memo``)
         if sid < 0:
@@ -340,13 +345,14 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
             status = ensure_expanded(lx, g)
             if status != READY:
                 return -status
+        g2 = trans[g, byte[i]]
+        if g2 < 0:  # (tested first: a dead byte is no loop byte, and most children die)
+            i = skip[i]
+            continue
         if _loops_cover(sub_bytes, i, loops, g):
             i = _accept_subtree(ordered, sub_start, skip, i)
             continue
-        g = trans[g, byte[i]]
-        if g < 0:
-            i = skip[i]
-            continue
+        g = g2
         stack[d + 1] = g
         if acc_ptr[g + 1] > acc_ptr[g]:
             ev_node[n_ev] = i
