@@ -248,39 +248,6 @@ def _walk_in_step(compiled: list, texts: list[str], tok, index, rnd, key, masks=
                 m.advance(t)
 
 
-@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "schema"])
-def test_memoised_set_steps_change_no_mask(real_vocab, key):
-    """The walk memoises each configuration set's step per byte (``step_memo``) for the life of the
-    compiled grammar. Masks with the memo, with the memo after it was filled (every mask walked
-    again: its steps now read back), and with no memo at all agree along real encodings and a
-    random walk; the memo was used."""
-    from constrain.cfg.engine import MAX_CONFIGS
-    from constrain.cfg.step_memo import UNSEEN, StepMemo
-
-    tok, index = real_vocab("smollm2")
-
-    def build():
-        if key == "schema":
-            return constrain.compile(Grammar.from_json_schema(_BOUNDED_SCHEMA, property_order="any"), index,
-                                     cache=False)
-        return CFGCompiledGrammar(_source(key)[1], index, description=key)
-
-    memo, bare = build(), build()
-    bare._memo = StepMemo.disabled(index.trie.max_len, MAX_CONFIGS)
-    texts = _BOUNDED_TEXTS if key == "schema" else _sentences(_source(key)[1], _seed(key) + 31, 3, max_terminals=10)
-
-    def masks(ms):
-        words = [_mask(m, index) for m in ms]
-        memo._masks.clear()
-        memo._class_masks.clear()
-        return words + [_mask(ms[0], index)]  # the same walk again, its steps read from the memo
-
-    _walk_in_step([memo, bare], texts, tok, index, random.Random(_seed(key) + 32), key, masks)
-    n = memo._memo.n_sets
-    assert n > 0 and (memo._memo.next[:n] != UNSEEN).any(), "the walks never stepped a memoised set"
-    assert bare._memo.n_sets == 0
-
-
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
 def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
     """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer

@@ -29,7 +29,6 @@ from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKN
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
                                  LexerBlocks, ensure_expanded)
-from constrain.cfg.step_memo import DEAD, M_NEXT, M_SET_ID, NEED_MEMO_ROOM, StepMemo, memo_intern, memo_load
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
@@ -92,20 +91,19 @@ def _pause(pos, i, visited):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d):  # pragma: no cover - numba
+def _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d):  # pragma: no cover - numba
     """Depths ``d0 + 1 .. d`` of a one-configuration run of ``_walk_cfg`` (its lexer states on the
     stack ``single``) written to the configuration arrays, which the general step and a resumed
-    walk read (their memo ids unknown: interned when a general step needs them)."""
+    walk read."""
     for e in range(d0 + 1, d + 1):
         cfg_c[e, 0] = c0
         cfg_g[e, 0] = single[e]
         cnt[e] = 1
-        set_id[e] = -1
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, memo):  # pragma: no cover - numba
+              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need):  # pragma: no cover - numba
     """Resumable walk. ``pos`` = [node index, nodes visited]. Returns 0 when done, 1 when
     Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -124,8 +122,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     tset_start = S[16]
     ctx_start = S[17]
     ctx_next = S[18]
-    memo_next = memo[M_NEXT]
-    set_id = memo[M_SET_ID]
     cap = cfg_c.shape[1]
     single = np.empty(cfg_c.shape[0] + 1, dtype=np.int32)
     n = byte.shape[0]
@@ -152,7 +148,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if not expanded[g]:
                     status = ensure_expanded(lx, g)
                     if status != READY:
-                        _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d)
+                        _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
                         need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                         _pause(pos, i, visited)
                         return 1
@@ -173,7 +169,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 i += 1
             if not event:
                 continue
-            _write_back(cfg_c, cfg_g, cnt, set_id, single, c0, d0, d)
+            _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
             visited -= 1  # counted again below
         visited += 1
         for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
@@ -211,27 +207,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         if whole:
             i = _accept_subtree(ordered, sub_start, skip, i)
             continue
-        sid = set_id[d]  # the memoised step of this set on this byte (``step_memo``)
-        if sid < 0:
-            sid = memo_intern(memo, cfg_c, cfg_g, d, cnt[d])
-            if sid == NEED_MEMO_ROOM:
-                need[0] = NEED_MEMO_ROOM
-                _pause(pos, i, visited)
-                return 1
-            set_id[d] = sid
-        if sid >= 0:
-            known = memo_next[sid, b]
-            if known == DEAD:
-                i = skip[i]
-                continue
-            if known >= 0:
-                cnt[d + 1] = memo_load(memo, known, cfg_c, cfg_g, d + 1)
-                set_id[d + 1] = known
-                t = token[i]
-                if t >= 0:
-                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                i += 1
-                continue
         m = 0
         for k in range(cnt[d]):
             c = cfg_c[d, k]
@@ -289,20 +264,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                         cfg_g[d + 1, m] = s2
                         m += 1
         if m == 0:
-            if sid >= 0:
-                memo_next[sid, b] = DEAD
             i = skip[i]
             continue
-        nid = -1
-        if sid >= 0:
-            nid = memo_intern(memo, cfg_c, cfg_g, d + 1, m)
-            if nid == NEED_MEMO_ROOM:  # (the step is taken again when the walk resumes here)
-                need[0] = NEED_MEMO_ROOM
-                _pause(pos, i, visited)
-                return 1
-            if nid >= 0:
-                memo_next[sid, b] = nid
-        set_id[d + 1] = nid
         cnt[d + 1] = m
         t = token[i]
         if t >= 0:
@@ -627,7 +590,6 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
         self._buffers: _WalkBuffers | None = None  # the parser walks' working arrays
-        self._memo = StepMemo(index.trie.max_len, MAX_CONFIGS)  # memoised configuration-set steps
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
         if eager_terminals:
@@ -670,8 +632,6 @@ class CFGCompiledGrammar(CompiledGrammar):
             self.lexers.serve(NEED_ROOM)
         elif kind == LEXER_FULL:
             self.lexers.serve(FULL)
-        elif kind == NEED_MEMO_ROOM:
-            self._memo.make_room()
         else:  # pragma: no cover - a walk bug, not a user error
             raise AssertionError(f"unexpected walk request {kind}")
 
@@ -904,14 +864,12 @@ class CFGCompiledGrammar(CompiledGrammar):
             cfg_g[0, k] = g
         cnt[0] = len(configs)
         pos[0] = pos[1] = 0
-        memo = self._memo
-        memo.set_id[0] = -1
         sub_bytes = walk_byte_sets(nodes)
         while True:
             p = self.parser
             status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
                                buffers.ordered, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt,
-                               pos, words, need, memo.arrays)
+                               pos, words, need)
             if status == 0:
                 return int(pos[1])
             if status == 2:
