@@ -36,10 +36,12 @@ NEED_GROW = -3
 TOO_AMBIGUOUS = -4
 MAX_CONTEXTS = 2_000_000  # documented limit: a pathological grammar stops here with a clear error
 MAX_SET_ITEMS = 1 << 16  # distinct (item, origin) pairs in one Earley set
-_SEEN_SIZE = 1 << 18  # open-addressing scratch table (> 2 * MAX_SET_ITEMS)
+_SEEN_SIZE = 1 << 18  # open-addressing scratch table at most (> 2 * MAX_SET_ITEMS)
+_FIRST_SEEN_SIZE = 1 << 12  # ... at first (most Earley sets are small; doubled when half full)
+_SEEN_SHORT = -2  # ``_push``: the scratch table is half full (grow it, then advance again)
 
-# counters
-N_CTX, N_K, N_PID, N_TSET = 0, 1, 2, 3
+# counters (N_SEEN_SHORT: ``advance`` found the scratch table too small)
+N_CTX, N_K, N_PID, N_TSET, N_SEEN_SHORT = 0, 1, 2, 3, 4
 _PRIME = 1099511628211
 
 
@@ -98,7 +100,8 @@ def _rehash(hashes, n, slots):  # pragma: no cover - numba
 @numba.njit(cache=True, inline="always")
 def _push(key, seen, touched, n_touched, stack, n_stack):  # pragma: no cover - numba
     """Add the (item, origin) ``key`` to the set under construction unless it is there.
-    Returns the new (n_touched, n_stack); n_stack = -1 past ``MAX_SET_ITEMS`` (the set is full)."""
+    Returns the new (n_touched, n_stack); n_stack = -1 past ``MAX_SET_ITEMS`` (the set is full),
+    ``_SEEN_SHORT`` when the table ``seen`` is half full (never fuller: probing always ends)."""
     mask = seen.shape[0] - 1
     s = _slot_of(key * _PRIME, mask)
     while seen[s] != -1 and seen[s] != key:
@@ -107,6 +110,8 @@ def _push(key, seen, touched, n_touched, stack, n_stack):  # pragma: no cover - 
         return n_touched, n_stack
     if n_touched >= MAX_SET_ITEMS:
         return n_touched, -1
+    if 2 * (n_touched + 1) > seen.shape[0]:
+        return n_touched, _SEEN_SHORT
     seen[s] = key
     touched[n_touched] = s
     stack[n_stack] = key
@@ -133,7 +138,7 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     n_k = 0
     acc = False
     ntbits[:] = 0
-    overflow = False
+    overflow = 0  # or the failing ``_push`` status
     # seeds: kernel items of c expecting t, and predicted items of c expecting t
     for k in range(ctx_klo[c], ctx_khi[c]):
         it = k_item[k]
@@ -141,7 +146,7 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
             key = (np.int64(it + 1) << 32) | np.int64(k_orig[k])
             n_touched, n_stack = _push(key, seen, touched, n_touched, stack, n_stack)
             if n_stack < 0:
-                overflow = True
+                overflow = n_stack
                 break
     pid = ctx_pid[c]
     for j in range(by_term_ptr[t], by_term_ptr[t + 1]):
@@ -151,9 +156,9 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
             key = (np.int64(it + 1) << 32) | np.int64(c)
             n_touched, n_stack = _push(key, seen, touched, n_touched, stack, n_stack)
             if n_stack < 0:
-                overflow = True
+                overflow = n_stack
                 break
-    if overflow:
+    if overflow != 0:
         n_stack = 0
     # closure: completion into origins, prediction as bitsets, nullable skips
     while n_stack > 0:
@@ -189,7 +194,7 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
                     key2 = (np.int64(it2 + 1) << 32) | np.int64(o2)
                     n_touched, n_stack = _push(key2, seen, touched, n_touched, stack, n_stack)
                     if n_stack < 0:
-                        overflow = True
+                        overflow = n_stack
                         break
                 if overflow:
                     break
@@ -205,11 +210,14 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
             if nullable[b]:
                 n_touched, n_stack = _push(key + (np.int64(1) << 32), seen, touched, n_touched, stack, n_stack)
                 if n_stack < 0:
-                    overflow = True
+                    overflow = n_stack
                     break
     for j in range(n_touched):
         seen[touched[j]] = -1
-    if overflow:
+    if overflow == _SEEN_SHORT:
+        counters[N_SEEN_SHORT] = 1
+        return NEED_GROW
+    if overflow != 0:
         return TOO_AMBIGUOUS
     # prediction set and expected terminals
     pid2, created = _find_or_add_bits(pid_bits, pid_hash, pid_slots, counters, N_PID, ntbits)
@@ -333,7 +341,7 @@ def bits_to_ids(bits: np.ndarray) -> list[int]:
 class FastEarley:
     """Static item tables of a CFG plus the growable context store; see the module docstring."""
 
-    initial_contexts = 1024  # store capacities; everything doubles on demand
+    initial_contexts = 128  # store capacities; everything doubles on demand (1,024 rows of ``ctx_next``: ~0.3 ms)
     initial_sets = 256  # prediction sets and terminal sets
 
     def __init__(self, cfg: CFG) -> None:
@@ -396,7 +404,7 @@ class FastEarley:
                   bt_ptr, bt_items, w_ptr, w_items, np.array([cfg.start, 0], dtype=np.int32))
         self._alloc(n_t)
         # scratch, in the order ``advance`` unpacks it: (stack, seen, touched, kbuf, ntbits, tbits)
-        self.X = (np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.full(_SEEN_SIZE, -1, dtype=np.int64),
+        self.X = (np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.full(_FIRST_SEEN_SIZE, -1, dtype=np.int64),
                   np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.empty(MAX_SET_ITEMS + 1, dtype=np.int64),
                   np.zeros(self.wn, dtype=np.uint64), np.zeros(self.wt, dtype=np.uint64))
         self.root = self._make_root(cfg.start, nullable)
@@ -424,7 +432,7 @@ class FastEarley:
         self.tset_start = np.full(small_cap, -1, dtype=np.int32)
         self.ctx_start = np.full(ctx_cap, -1, dtype=np.int32)
         self.ctx_next = np.full((ctx_cap, n_t), NO_CONTEXT, dtype=np.int32)
-        self.counters = np.zeros(4, dtype=np.int64)
+        self.counters = np.zeros(5, dtype=np.int64)
         self._pack()
 
     def _pack(self) -> None:
@@ -441,7 +449,11 @@ class FastEarley:
 
     def grow(self) -> None:
         """Double whatever ``advance`` found full (called when it returns ``NEED_GROW``)."""
-        n_ctx, n_k, n_pid, n_tset = (int(x) for x in self.counters)
+        n_ctx, n_k, n_pid, n_tset = (int(x) for x in self.counters[:N_SEEN_SHORT])
+        if self.counters[N_SEEN_SHORT]:
+            self.counters[N_SEEN_SHORT] = 0
+            seen = self.X[1]
+            self.X = (self.X[0], np.full(min(2 * seen.shape[0], _SEEN_SIZE), -1, dtype=np.int64)) + self.X[2:]
         if n_ctx >= MAX_CONTEXTS:
             raise GrammarError(f"the parser exceeded {MAX_CONTEXTS} states; the grammar is too ambiguous to track")
         if n_ctx + 1 >= self.ctx_klo.shape[0] or 2 * (n_ctx + 2) > self.ctx_slots.shape[0]:
