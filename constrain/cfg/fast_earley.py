@@ -377,6 +377,7 @@ class FastEarley:
         by_term: list[list[int]] = [[] for _ in range(n_t)]
         waiters: list[list[int]] = [[] for _ in range(n_nt)]
         first_terms = np.zeros((max(n_nt, 1), self.wt), dtype=np.uint64)
+        ft_nt, ft_t = [], []  # (nonterminal, terminal its predicted items expect), set below at once
         for a in range(n_nt):
             for it in pred_items[a]:
                 k, arg = kinds[it], args[it]
@@ -385,7 +386,12 @@ class FastEarley:
                     waiters[arg].append(it)
                 elif k == KIND_T:
                     by_term[arg].append(it)
-                    first_terms[a, arg >> 6] |= np.uint64(1) << np.uint64(arg & 63)
+                    ft_nt.append(a)
+                    ft_t.append(arg)
+        if ft_nt:  # (numpy scalar updates one by one cost ~1 us each: a few hundred per schema)
+            ts = np.asarray(ft_t, dtype=np.int64)
+            np.bitwise_or.at(first_terms, (np.asarray(ft_nt, dtype=np.int64), ts >> 6),
+                             np.left_shift(np.uint64(1), (ts & 63).astype(np.uint64)))
         pred_closure = _reach_closure([sorted(d) for d in direct], self.wn)
         null_arr = np.zeros(max(n_nt, 1), dtype=np.bool_)
         for a in nullable:
