@@ -225,29 +225,6 @@ _BOUNDED_TEXTS = ['{"name":"Ada Lovelace","tags":["a","bc","Zürich","x y"],"n":
                   '{"name":"","tags":[],"n":-5}', '{"n":900,"name":"éé","tags":["123456","q"]}']
 
 
-def _walk_in_step(compiled: list, texts: list[str], tok, index, rnd, key, masks=None) -> None:
-    """Walk matchers of ``compiled`` together along the real encodings of ``texts`` (texts SmolLM2
-    cannot encode faithfully skipped: it has no token for some bytes, 0xf1...), then a few random
-    allowed tokens, asserting at every step that their masks agree and allow the next token.
-    ``masks(matchers)`` gives the rows to compare (default: each matcher's mask)."""
-    for text in texts:
-        ids = list(tok.encode(text, add_special_tokens=False))
-        if index.decode_bytes(ids) != text.encode():
-            continue
-        ms = [c.matcher() for c in compiled]
-        for k in range(len(ids) + 3):
-            words = masks(ms) if masks else [_mask(m, index) for m in ms]
-            assert all((w == words[0]).all() for w in words[1:]), (key, index.decode_bytes(ids[:k]))
-            allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
-            if k < len(ids):
-                assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
-            elif not allowed:
-                break
-            t = ids[k] if k < len(ids) else rnd.choice(allowed)
-            for m in ms:
-                m.advance(t)
-
-
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
 def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
     """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer
@@ -272,7 +249,21 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
         texts = _BOUNDED_TEXTS
     else:
         texts = _sentences(_source(key)[1], _seed(key) + 21, 2, max_terminals=10)
-    _walk_in_step([combined, split, switching], texts, tok, index, random.Random(_seed(key) + 22), key)
+    rnd = random.Random(_seed(key) + 22)
+    for text in texts:
+        ids = list(tok.encode(text, add_special_tokens=False))
+        ms = [c.matcher() for c in (combined, split, switching)]
+        for k in range(len(ids) + 3):
+            words = [_mask(m, index) for m in ms]
+            assert (words[0] == words[1]).all() and (words[0] == words[2]).all(), (key, index.decode_bytes(ids[:k]))
+            allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
+            if k < len(ids):
+                assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
+            elif not allowed:
+                break
+            t = ids[k] if k < len(ids) else rnd.choice(allowed)
+            for m in ms:
+                m.advance(t)
     assert switching._shared, "no class switched to the split walk: the test no longer covers it"
 
 

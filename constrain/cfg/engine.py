@@ -823,7 +823,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         if len(roots) == 0:
             return words
-        cfg_c, cfg_g = self._config_buffers(trie)
+        buffers = self._walk_buffers(trie)
+        cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
         cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
         pos = np.array([0, -1], dtype=np.int64)
         need = np.zeros(2, dtype=np.int32)
@@ -840,11 +841,6 @@ class CFGCompiledGrammar(CompiledGrammar):
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
             self._serve(need)
-
-    def _config_buffers(self, trie) -> tuple[np.ndarray, np.ndarray]:
-        """The parser walks' configuration stacks (``_walk_buffers``)."""
-        b = self._walk_buffers(trie)
-        return b.cfg_c, b.cfg_g
 
     def _walk_buffers(self, trie) -> "_WalkBuffers":
         """The parser walks' working arrays, allocated once (the configuration stacks alone are
