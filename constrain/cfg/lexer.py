@@ -18,6 +18,8 @@ terminals".
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
@@ -676,27 +678,19 @@ class LexerBlocks:
         hit = self._tpl_of.get(("dfa", id(dfa)))
         if hit is not None:
             return hit
-        table = dfa.table if dfa.table is not None else dfa.trans
-        classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
-        local = _dfa_classes(dfa, self.token_depth)
-        tid = self._add_template(("dfa", id(dfa)), dfa, table, classes, dfa.accepting, local)
-        return tid
+        return self._add_template(("dfa", id(dfa)), dfa, _dfa_template_parts(dfa, self.token_depth))
 
     def _piece_template(self, pid: int) -> int:
         """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
         hit = self._tpl_of.get(("piece", pid))
         if hit is not None:
             return hit
-        rows, classes = chain_link(pid)
-        n = rows.shape[0]
-        return self._add_template(("piece", pid), None, rows, classes, np.zeros(n, dtype=np.bool_),
-                                  np.arange(n, dtype=np.int64))
+        return self._add_template(("piece", pid), None, _piece_template_parts(pid))
 
-    def _add_template(self, key: tuple, keep, table: np.ndarray, classes: np.ndarray, accepting: np.ndarray,
-                      local_class: np.ndarray) -> int:
+    def _add_template(self, key: tuple, keep, parts: "_TemplateParts") -> int:
         """Store a template (rows relative to a copy's first state) once; ``keep`` is the object
         its ``key`` names by ``id`` (kept alive so that no id is reused)."""
-        n, w = table.shape
+        n, w = parts.n, parts.width
         tid = self._tpl_n
         tp = self._tpl
         if tid == tp["row"].shape[0]:
@@ -705,15 +699,15 @@ class LexerBlocks:
         top, items = self._flat_n, self._tpl_items
         if top + n * w > self._comp_flat.shape[0]:
             self._comp_flat = _room(self._comp_flat, top + n * w, -1)
-        self._comp_flat[top: top + n * w] = table.reshape(-1)
+        self._comp_flat[top: top + n * w] = parts.flat
         if items + n > self._tpl_acc.shape[0]:
             self._tpl_acc = _room(self._tpl_acc, items + n, False)
             self._tpl_class = _room(self._tpl_class, items + n, 0)
-        self._tpl_acc[items: items + n] = accepting
-        self._tpl_class[items: items + n] = local_class
+        self._tpl_acc[items: items + n] = parts.accepting
+        self._tpl_class[items: items + n] = parts.local_class
         tp["row"][tid], tp["states"][tid], tp["width"][tid] = top, n, w
-        tp["map"][tid], tp["acc_off"][tid] = self._class_map(classes), items
-        tp["n_classes"][tid] = int(local_class.max()) + 1 if n else 0
+        tp["map"][tid], tp["acc_off"][tid] = self._class_map(parts), items
+        tp["n_classes"][tid] = parts.n_classes
         self._flat_n, self._tpl_items, self._tpl_n = top + n * w, items + n, tid + 1
         self._tpl_of[key] = tid
         if keep is not None:
@@ -721,13 +715,12 @@ class LexerBlocks:
         self._lx = None
         return tid
 
-    def _class_map(self, classes: np.ndarray) -> int:
-        """Id of byte -> class map ``classes`` (stored on first sight)."""
-        key = classes.tobytes()
-        cls_id = self._class_maps.get(key)
+    def _class_map(self, parts: "_TemplateParts") -> int:
+        """Id of the template's byte -> class map (stored on first sight)."""
+        cls_id = self._class_maps.get(parts.map_key)
         if cls_id is None:
-            cls_id = self._class_maps[key] = len(self._class_maps)
-            self._add_class_map(cls_id, classes)
+            cls_id = self._class_maps[parts.map_key] = len(self._class_maps)
+            self._add_class_map(cls_id, parts)
         return cls_id
 
     def build_components(self) -> None:
@@ -735,17 +728,16 @@ class LexerBlocks:
         for t in range(len(self.terminals)):
             self._component(t)
 
-    def _add_class_map(self, cls_id: int, classes: np.ndarray) -> None:
+    def _add_class_map(self, cls_id: int, parts: "_TemplateParts") -> None:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
         doubling, so a new map costs one row, not a restack)."""
         if cls_id >= self._class_table.shape[0]:
             self._class_table = grown_rows(self._class_table, cls_id + 1)
             self._class_cuts = grown_rows(self._class_cuts, cls_id + 1)
             self._class_width = _room(self._class_width, cls_id + 1, 0)
-        self._class_table[cls_id] = classes
-        self._class_width[cls_id] = int(classes.max()) + 1
-        self._class_cuts[cls_id, 0] = True
-        self._class_cuts[cls_id, 1:] = classes[1:] != classes[:-1]
+        self._class_table[cls_id] = parts.classes
+        self._class_width[cls_id] = parts.map_width
+        self._class_cuts[cls_id] = parts.cuts
         self._lx = None
 
     def _build(self, terminal_ids: list[int]) -> int:
@@ -772,3 +764,57 @@ def _dfa_classes(dfa, depth: int) -> np.ndarray:
         return np.arange(dfa.num_states, dtype=np.int64)
     table = dfa.table if dfa.table is not None else dfa.trans
     return bounded_equivalence(table, dfa.accepting.astype(np.int64), depth)
+
+
+class _TemplateParts(NamedTuple):
+    """What ``LexerBlocks._add_template`` stores of an automaton, derived once per automaton (for a
+    static piece or a static DFA, once per process): a JSON key's characters are a template each,
+    and deriving their class map's width and cuts in every compile cost ~30 us a template."""
+
+    flat: np.ndarray  # int32 [n * width]: the class table, targets relative to a copy's first state
+    n: int
+    width: int
+    accepting: np.ndarray  # bool [n]
+    local_class: np.ndarray  # int64 [n]: mask classes within the template
+    n_classes: int
+    classes: np.ndarray  # int32 [256]: byte -> class
+    map_key: bytes  # ``classes`` as bytes (equal maps are stored once per lexer)
+    map_width: int
+    cuts: np.ndarray  # bool [256]: byte b starts a new class
+
+
+def _template_parts(table: np.ndarray, classes: np.ndarray, accepting: np.ndarray,
+                    local_class: np.ndarray) -> _TemplateParts:
+    n, w = table.shape
+    classes = np.ascontiguousarray(classes, dtype=np.int32)
+    cuts = np.empty(256, dtype=np.bool_)
+    cuts[0] = True
+    cuts[1:] = classes[1:] != classes[:-1]
+    return _TemplateParts(np.ascontiguousarray(table, dtype=np.int32).reshape(-1), n, w,
+                          np.asarray(accepting, dtype=np.bool_), local_class, int(local_class.max()) + 1 if n else 0,
+                          classes, classes.tobytes(), int(classes.max()) + 1, cuts)
+
+
+_PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain link's parts (process-wide)
+
+
+def _piece_template_parts(pid: int) -> _TemplateParts:
+    hit = _PIECE_TEMPLATES.get(pid)
+    if hit is None:
+        rows, classes = chain_link(pid)
+        n = rows.shape[0]
+        hit = _PIECE_TEMPLATES.setdefault(pid, _template_parts(rows, classes, np.zeros(n, dtype=np.bool_),
+                                                               np.arange(n, dtype=np.int64)))
+    return hit
+
+
+def _dfa_template_parts(dfa, depth: int) -> _TemplateParts:
+    """``dfa``'s template parts for lexers of tokens up to ``depth`` bytes, kept on the DFA (a static
+    one, like the ``ws : ws`` after every key, lives as long as the process)."""
+    kept = vars(dfa).setdefault("_lexer_template_parts", {})
+    hit = kept.get(depth)
+    if hit is None:
+        table = dfa.table if dfa.table is not None else dfa.trans
+        classes = dfa.classes if dfa.classes is not None else np.arange(256, dtype=np.int32)
+        hit = kept.setdefault(depth, _template_parts(table, classes, dfa.accepting, _dfa_classes(dfa, depth)))
+    return hit
