@@ -8,6 +8,10 @@ of this script differed by ~5%.
 
     git worktree add /tmp/base <base commit>
     python benchmarks/ab_maskbench.py /tmp/base . --tokenizer smollm2 --files 60     # ~3 min
+    python benchmarks/ab_maskbench.py /tmp/base . --compile --files 400              # ~1 min
+
+``--compile`` times each file's schema once instead: a cold compile plus the first mask, as the
+JSONSchemaBench benchmark's compile column does, and compares medians.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def worker(key: str, instances: int) -> None:
-    """Read file paths from stdin; print each file's mask times (ns, JSON list) on one line."""
+def worker(key: str, instances: int, compile_only: bool) -> None:
+    """Read file paths from stdin; print each file's mask times (ns, JSON list) on one line (with
+    ``compile_only``: the one time of a cold compile plus the first mask; none when it fails)."""
     sys.path.insert(0, str(HERE))
     import torch
 
@@ -44,6 +49,15 @@ def worker(key: str, instances: int) -> None:
     for line in sys.stdin:
         case = json.loads(Path(line.strip()).read_text())
         times: list[int] = []
+        if compile_only:
+            try:
+                t0 = time.perf_counter_ns()
+                ours.compile(index, "json", case["schema"]).matcher().fill_bitmask(bm)
+                times.append(time.perf_counter_ns() - t0)
+            except Exception:  # noqa: BLE001 - not compiled: left out on that side
+                pass
+            print(json.dumps(times), flush=True)
+            continue
         for test in [t for t in case["tests"] if t.get("valid", True)][:instances]:
             try:
                 m = ours.compile(index, "json", case["schema"]).matcher()
@@ -57,9 +71,10 @@ def worker(key: str, instances: int) -> None:
         print(json.dumps(times), flush=True)
 
 
-def _start(checkout: str, key: str, instances: int) -> subprocess.Popen:
+def _start(checkout: str, key: str, instances: int, compile_only: bool) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(Path(checkout).resolve()))
-    p = subprocess.Popen([sys.executable, __file__, "--worker", "--tokenizer", key, "--instances", str(instances)],
+    p = subprocess.Popen([sys.executable, __file__, "--worker", "--tokenizer", key, "--instances", str(instances)]
+                         + (["--compile"] if compile_only else []),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     ready = p.stdout.readline().split()
     if not ready or ready[0] != "ready":
@@ -75,6 +90,11 @@ def _stats(t: list[int]) -> str:
             f"p99 {t[int(0.99 * n)] / 1e3:.0f} max {t[-1] / 1e3:.0f} us")
 
 
+def _median(t: list[int]) -> float:
+    t = sorted(t)
+    return (t[(len(t) - 1) // 2] + t[len(t) // 2]) / 2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("a", nargs="?", help="checkout A (the base)")
@@ -84,17 +104,19 @@ def main() -> None:
     ap.add_argument("--instances", type=int, default=2, help="valid instances per file")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--maskbench", default=str(HERE.parent.parent / "shared" / "data" / "jsonschemabench-maskbench"))
+    ap.add_argument("--compile", action="store_true", help="time compile + first mask per schema, not masks")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        return worker(args.tokenizer, args.instances)
+        return worker(args.tokenizer, args.instances, args.compile)
     if not args.a or not args.b:
         ap.error("give two checkouts")
     files = sorted(glob.glob(os.path.join(args.maskbench, "*", "*.json")))
     if not files:
         raise SystemExit(f"no MaskBench data under {args.maskbench} (see --maskbench)")
     random.Random(args.seed).shuffle(files)
-    workers = {side: _start(path, args.tokenizer, args.instances) for side, path in (("A", args.a), ("B", args.b))}
+    workers = {side: _start(path, args.tokenizer, args.instances, args.compile)
+               for side, path in (("A", args.a), ("B", args.b))}
     times: dict[str, list[int]] = {"A": [], "B": []}
     pairs: list[tuple[int, int]] = []  # per token, where both sides timed the same tokens of a file
     for k, f in enumerate(files[: args.files]):
@@ -112,6 +134,10 @@ def main() -> None:
         p.wait()
     print(f"A {args.a}: {_stats(times['A'])}")
     print(f"B {args.b}: {_stats(times['B'])}")
+    if args.compile:
+        both = sorted(pairs, key=lambda ab: ab[0] + ab[1])
+        print(f"compile + first mask, schemas both compiled: median B/A "
+              f"{_median([b for _, b in both]) / _median([a for a, _ in both]):.3f}")
     logs = [math.log(b / a) for a, b in pairs if a > 0 and b > 0]
     print(f"B/A: mean {sum(times['B']) / sum(times['A']):.3f}, per-token geometric mean {math.exp(sum(logs) / len(logs)):.3f}")
 

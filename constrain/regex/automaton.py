@@ -1398,7 +1398,7 @@ def _spell(node) -> list[bytes]:
     return out
 
 
-_SPELLED_TRIE_PIECES = 96  # below this many pieces in all, the NFA path is as fast (~0.5 ms)
+_SPELLED_TRIE_PIECES = 48  # below this many pieces in all, the NFA path is as fast (~0.5 ms)
 
 
 def _insert_words(edges: dict, start: int, words: list[bytes], end: int, n: int, first_inner: int) -> int:
@@ -1439,6 +1439,26 @@ def _piece_trie(words: list[bytes]):
     return None if n < 0 else (*_edge_arrays(edges), n - 1)
 
 
+# static piece (a character's spellings) -> (its words, its word trie), by ``id`` like
+# ``_LINK_OF_OBJECT``: the pieces live for the process, and spelling one cost ~80-100 us, most of
+# an enum's or a key set's automaton
+_WORDS_OF_OBJECT: dict[int, tuple] = {}
+
+
+def _piece_words_and_trie(piece) -> tuple:
+    """(words, ``_piece_trie`` of them) of a finite piece; (None, None) when it has more than 64
+    words or they are no prefix code. Kept for static pieces."""
+    known = _WORDS_OF_OBJECT.get(id(piece))
+    if known is not None and known[0] is piece:
+        return known[1], known[2]
+    w = _finite_words(piece, 64)
+    t = _piece_trie(w) if w else None
+    if _STATIC_OBJECTS.get(id(piece)) is piece:
+        with _memo_lock:
+            _WORDS_OF_OBJECT[id(piece)] = (piece, w, t)
+    return w, t
+
+
 def _spelled_trie_dfa(node) -> DFA | None:
     """Minimal DFA of an alternation of concatenations of small finite pieces (an enum of JSON
     strings: each character a piece of its every spelling), without the NFA: a trie over the
@@ -1464,8 +1484,7 @@ def _spelled_trie_dfa(node) -> DFA | None:
         seqs.append(seq)
     words, tries = [], []
     for p in pieces:
-        w = _finite_words(p, 64)
-        t = _piece_trie(w) if w else None
+        w, t = _piece_words_and_trie(p)
         if t is None:
             return None
         words.append(w)
