@@ -169,8 +169,12 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
         return np.uint64(0), np.uint64(0), 0
     lo = np.uint64(0)
     hi = np.uint64(0)
+    group = np.empty(best_n, dtype=np.int64)  # the group's bytes
+    n_group = 0
     for b in range(128):
         if succ[b] == best:
+            group[n_group] = b
+            n_group += 1
             if b < 64:
                 lo |= np.uint64(1) << np.uint64(b)
             else:
@@ -180,9 +184,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
     while h < cap:
         nxt = -1
         ok = True
-        for b in range(128):
-            if succ[b] != best:
-                continue
+        for j in range(n_group):
+            b = group[j]
             t = comp_flat[comp_row[cur] + class_maps[comp_map[cur], b]]
             if t < 0:
                 ok = False
@@ -195,6 +198,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
                 break
         if not ok:
             break
+        if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
+            return lo, hi, cap
         h += 1
         cur = nxt
     return lo, hi, h
