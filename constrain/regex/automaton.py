@@ -1446,8 +1446,8 @@ _WORDS_OF_OBJECT: dict[int, tuple] = {}
 
 
 def _piece_words_and_trie(piece) -> tuple:
-    """(words, ``_piece_trie`` of them) of a finite piece; (None, None) when it has more than 64
-    words or they are no prefix code. Kept for static pieces."""
+    """(words, ``_piece_trie`` of them) of a finite piece: words None past 64 of them, the trie None
+    then or when they are no prefix code. Kept for static pieces."""
     known = _WORDS_OF_OBJECT.get(id(piece))
     if known is not None and known[0] is piece:
         return known[1], known[2]
