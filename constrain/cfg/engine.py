@@ -824,10 +824,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         if len(roots) == 0:
             return words
         buffers = self._walk_buffers(trie)
-        cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
-        cnt = np.zeros(trie.max_len + 2, dtype=np.int32)
-        pos = np.array([0, -1], dtype=np.int64)
-        need = np.zeros(2, dtype=np.int32)
+        cfg_c, cfg_g, cnt, pos, need = buffers.cfg_c, buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need
+        pos[0], pos[1] = 0, -1  # (root index, node: -1 = start the root)
+        # its own: ``_walk`` is gathering the combined walk's whole subtrees in ``buffers.ordered``
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
         sub_bytes = walk_byte_sets(nodes)
         while True:
