@@ -680,9 +680,30 @@ def test_prediction_closure_equals_search_from_every_node():
         n = rng.randint(0, 140)
         succ = [sorted({rng.randrange(n) for _ in range(rng.randint(0, 3))}) for _ in range(n)]
         words = (n + 63) // 64 or 1
-        rows = _reach_closure(succ, words)
+        ptr = np.cumsum([0] + [len(x) for x in succ])
+        targets = np.asarray([w for ws in succ for w in ws], dtype=np.int64)
+        rows = _reach_closure(ptr, targets, words)
         for v in range(n):
             assert set(bits_to_ids(rows[v])) == _reachable_naive(succ, v)
+
+
+def test_components_are_the_mutually_reachable_nodes_in_finish_order():
+    """``_tables.components`` (iterative Tarjan in numba) against plain searches: two nodes share a
+    component exactly when each reaches the other, and every edge leaving a component points to
+    one numbered lower (the order the prediction closure and the GBNF inliner rely on)."""
+    from constrain.cfg.graph import strongly_connected_components
+
+    rng = random.Random(8)
+    for _ in range(300):
+        n = rng.randint(0, 60)
+        succ = [sorted({rng.randrange(n) for _ in range(rng.randint(0, 3))}) for _ in range(n)]
+        comp = strongly_connected_components(succ)
+        reach = [_reachable_naive(succ, v) for v in range(n)]
+        for v in range(n):
+            for w in range(n):
+                assert (comp[v] == comp[w]) == (w in reach[v] and v in reach[w])
+            for w in succ[v]:
+                assert comp[w] <= comp[v]
 
 
 def _fixpoint_naive(cfg, terminals_count: bool) -> set[int]:
@@ -702,6 +723,7 @@ def _fixpoint_naive(cfg, terminals_count: bool) -> set[int]:
 def test_nullable_and_productive_equal_the_sweeping_fixpoint():
     """The worklist fixpoints of ``CFG`` (nullable, productive) against sweeping every rule until
     nothing changes, on random grammars (empty rules, terminals, repeated symbols, recursion)."""
+    from constrain.cfg._tables import derivable, reachable
     from constrain.cfg.ir import CFG
 
     rng = random.Random(11)
@@ -715,4 +737,8 @@ def test_nullable_and_productive_equal_the_sweeping_fixpoint():
         cfg = CFG(terminals=[("set", ((97, 97),))] * n_t, terminal_names=[f"t{i}" for i in range(n_t)],
                   nonterminal_names=[f"n{i}" for i in range(n_nt)], rules=rules, start=0)
         assert cfg.nullable() == _fixpoint_naive(cfg, terminals_count=False)
-        assert cfg._derivable(terminals_count=True) == _fixpoint_naive(cfg, terminals_count=True)
+        productive = derivable(*cfg.flat, n_nt, True)
+        assert set(np.flatnonzero(productive).tolist()) == _fixpoint_naive(cfg, terminals_count=True)
+        reached = reachable(*cfg.flat, n_nt, 0)
+        assert set(np.flatnonzero(reached).tolist()) == _reachable_naive(
+            [sorted({~s for a, rhs in rules if a == v for s in rhs if s < 0}) for v in range(n_nt)], 0)

@@ -25,11 +25,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from constrain.cfg.graph import strongly_connected_components
-from constrain.cfg.ir import CFG, is_nt
+from constrain.cfg._tables import KIND_END, KIND_NT, KIND_T, components, item_tables
+from constrain.cfg.ir import CFG
 from constrain.errors import GrammarError
 
-KIND_T, KIND_NT, KIND_END = 0, 1, 2
 NO_CONTEXT = -1
 UNKNOWN = -2
 NEED_GROW = -3
@@ -291,18 +290,15 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     return new
 
 
-def _reach_closure(succ: list[list[int]], words: int) -> np.ndarray:
-    """Bitset per node of every node reachable from it (itself included): strongly connected
-    components share one set, each the union of its members and of the sets of the components it
-    points to, which come earlier in Tarjan's finish order. Linear in nodes + edges times words
-    (a per-node search is quadratic: 2,000 optional properties took seconds); the unions run in
-    numba (numpy per edge cost ~1 ms a JSON Schema compile)."""
-    n = len(succ)
-    comp = np.asarray(strongly_connected_components(succ), dtype=np.int64)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in succ]) if n else []
-    targets = np.asarray([w for ws in succ for w in ws], dtype=np.int64)
-    return _closure_rows(comp, ptr, targets, max(n, 1), words)
+def _reach_closure(ptr: np.ndarray, targets: np.ndarray, words: int) -> np.ndarray:
+    """Bitset per node of every node reachable from it (itself included), for the graph whose
+    node ``v`` has edges to ``targets[ptr[v]:ptr[v + 1]]``: strongly connected components share
+    one set, each the union of its members and of the sets of the components it points to, which
+    come earlier in Tarjan's finish order. Linear in nodes + edges times words (a per-node search
+    is quadratic: 2,000 optional properties took seconds)."""
+    ptr = ptr.astype(np.int64)
+    targets = targets.astype(np.int64)
+    return _closure_rows(components(ptr, targets), ptr, targets, max(len(ptr) - 1, 1), words)
 
 
 @numba.njit(cache=True)
@@ -347,73 +343,24 @@ class FastEarley:
     def __init__(self, cfg: CFG) -> None:
         cfg.validate()
         self.cfg = cfg
-        rules = cfg.rules
         n_nt = len(cfg.nonterminal_names)
         n_t = max(len(cfg.terminals), 1)
         self.n_terminals = len(cfg.terminals)
         self.wn = (n_nt + 63) // 64 or 1
         self.wt = (n_t + 63) // 64
-        nullable = cfg.nullable()
-        # dotted items
-        base = []
-        kinds, args, lhss = [], [], []
-        for lhs, rhs in rules:
-            base.append(len(kinds))
-            for sym in rhs:
-                kinds.append(KIND_NT if is_nt(sym) else KIND_T)
-                args.append(~sym if is_nt(sym) else sym)
-                lhss.append(lhs)
-            kinds.append(KIND_END)
-            args.append(lhs)
-            lhss.append(lhs)
-        # items reachable by prediction alone: dot behind a prefix of nullable nonterminals
-        pred_items: list[list[int]] = [[] for _ in range(n_nt)]
-        for r, (lhs, rhs) in enumerate(rules):
-            for d in range(len(rhs) + 1):
-                pred_items[lhs].append(base[r] + d)
-                if d == len(rhs) or not (is_nt(rhs[d]) and ~rhs[d] in nullable):
-                    break
-        direct: list[set[int]] = [set() for _ in range(n_nt)]
-        by_term: list[list[int]] = [[] for _ in range(n_t)]
-        waiters: list[list[int]] = [[] for _ in range(n_nt)]
-        first_terms = np.zeros((max(n_nt, 1), self.wt), dtype=np.uint64)
-        ft_nt, ft_t = [], []  # (nonterminal, terminal its predicted items expect), set below at once
-        for a in range(n_nt):
-            for it in pred_items[a]:
-                k, arg = kinds[it], args[it]
-                if k == KIND_NT:
-                    direct[a].add(arg)
-                    waiters[arg].append(it)
-                elif k == KIND_T:
-                    by_term[arg].append(it)
-                    ft_nt.append(a)
-                    ft_t.append(arg)
-        if ft_nt:  # (numpy scalar updates one by one cost ~1 us each: a few hundred per schema)
-            ts = np.asarray(ft_t, dtype=np.int64)
-            np.bitwise_or.at(first_terms, (np.asarray(ft_nt, dtype=np.int64), ts >> 6),
-                             np.left_shift(np.uint64(1), (ts & 63).astype(np.uint64)))
-        pred_closure = _reach_closure([sorted(d) for d in direct], self.wn)
-        null_arr = np.zeros(max(n_nt, 1), dtype=np.bool_)
-        for a in nullable:
-            null_arr[a] = True
-
-        def flat(lists):
-            ptr = np.zeros(len(lists) + 1, dtype=np.int32)
-            ptr[1:] = np.cumsum([len(x) for x in lists]) if lists else []
-            items = np.asarray([x for xs in lists for x in xs], dtype=np.int32)
-            return ptr, items
-
-        bt_ptr, bt_items = flat(by_term)
-        w_ptr, w_items = flat(waiters)
-        self.G = (np.asarray(kinds, dtype=np.int8), np.asarray(args, dtype=np.int32),
-                  np.asarray(lhss, dtype=np.int32), null_arr, pred_closure, first_terms,
+        lhs, ptr, syms = cfg.flat
+        null_arr = cfg.nullable_flags()
+        (kinds, args, lhss, first_terms, bt_ptr, bt_items, w_ptr, w_items, d_ptr,
+         d_targets) = item_tables(lhs, ptr, syms, n_nt, n_t, null_arr, self.wt)
+        pred_closure = _reach_closure(d_ptr, d_targets, self.wn)
+        self.G = (kinds, args, lhss, null_arr, pred_closure, first_terms,
                   bt_ptr, bt_items, w_ptr, w_items, np.array([cfg.start, 0], dtype=np.int32))
         self._alloc(n_t)
         # scratch, in the order ``advance`` unpacks it: (stack, seen, touched, kbuf, ntbits, tbits)
         self.X = (np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.full(_FIRST_SEEN_SIZE, -1, dtype=np.int64),
                   np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.empty(MAX_SET_ITEMS + 1, dtype=np.int64),
                   np.zeros(self.wn, dtype=np.uint64), np.zeros(self.wt, dtype=np.uint64))
-        self.root = self._make_root(cfg.start, nullable)
+        self.root = self._make_root(cfg.start, bool(null_arr[cfg.start]))
         self._tset_cache: dict[int, frozenset[int]] = {}
 
     # ------------------------------------------------------------------ storage
@@ -491,7 +438,7 @@ class FastEarley:
             _rehash(self.tset_hash, n_tset, self.tset_slots)
         self._pack()
 
-    def _make_root(self, start: int, nullable: set[int]) -> int:
+    def _make_root(self, start: int, start_nullable: bool) -> int:
         pred = self.G[4][start].copy()
         pid, _ = _find_or_add_bits(self.pid_bits, self.pid_hash, self.pid_slots, self.counters, N_PID, pred)
         tbits = np.zeros(self.wt, dtype=np.uint64)
@@ -500,7 +447,7 @@ class FastEarley:
         self.pid_terms[pid] = tbits
         tid, _ = _find_or_add_bits(self.tset_bits, self.tset_hash, self.tset_slots, self.counters, N_TSET, tbits)
         self.ctx_pid[0] = pid
-        self.ctx_acc[0] = start in nullable
+        self.ctx_acc[0] = start_nullable
         self.ctx_tset[0] = tid
         self.ctx_hash[0] = -1  # never found by hash: nothing else is the root
         self.ctx_next[0, :] = NO_CONTEXT

@@ -12,7 +12,11 @@ Symbols: a terminal is its index ``t >= 0``; a nonterminal ``n`` is encoded as `
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
 
+import numpy as np
+
+from constrain.cfg._tables import derivable, reachable
 from constrain.errors import GrammarError
 
 
@@ -35,6 +39,22 @@ class CFG:
     ignore: frozenset[int] = frozenset()
     source: str = ""
     _by_lhs: dict[int, list[int]] | None = field(default=None, repr=False)
+    _flat: tuple | None = field(default=None, repr=False)
+
+    @property
+    def flat(self) -> tuple:
+        """(lhs, ptr, syms): the rules as arrays for the numba analyses (``_tables``); rule ``r``
+        is ``lhs[r] -> syms[ptr[r]:ptr[r + 1]]``. Built once (the rules are not changed after a
+        front end hands the CFG over)."""
+        if self._flat is None:
+            rules = self.rules
+            n = len(rules)
+            lhs = np.fromiter((a for a, _ in rules), dtype=np.int32, count=n)
+            ptr = np.zeros(n + 1, dtype=np.int32)
+            ptr[1:] = np.cumsum(np.fromiter((len(r) for _, r in rules), dtype=np.int32, count=n))
+            syms = np.fromiter(chain.from_iterable(r for _, r in rules), dtype=np.int32, count=int(ptr[-1]))
+            self._flat = (lhs, ptr, syms)
+        return self._flat
 
     @property
     def by_lhs(self) -> dict[int, list[int]]:
@@ -50,65 +70,32 @@ class CFG:
 
     def nullable(self) -> set[int]:
         """Nonterminals that derive the empty string (terminals are never empty)."""
-        return self._derivable(terminals_count=False)
+        return set(np.flatnonzero(self.nullable_flags()).tolist())
 
-    def _derivable(self, terminals_count: bool) -> set[int]:
-        """Least fixpoint of "a rule whose right-hand symbols all qualify makes its left side
-        qualify" (nullable: terminals never qualify; productive: they always do). Worklist over
-        the rules that wait on each nonterminal, so linear in the grammar's size (sweeping every
-        rule until nothing changes took one sweep per nesting level: quadratic on deep schemas)."""
-        n = len(self.nonterminal_names)
-        waiting: list[list[int]] = [[] for _ in range(n)]
-        missing = [0] * len(self.rules)
-        done: set[int] = set()
-        ready: list[int] = []
-        for r, (lhs, rhs) in enumerate(self.rules):
-            count = 0
-            for s in rhs:  # a repeated nonterminal waits (and is counted) once per occurrence
-                if s < 0:
-                    waiting[~s].append(r)
-                    count += 1
-                elif not terminals_count:
-                    count = -1  # never fires
-                    break
-            missing[r] = count
-            if count == 0:
-                ready.append(lhs)
-        while ready:
-            a = ready.pop()
-            if a in done:
-                continue
-            done.add(a)
-            for r in waiting[a]:
-                missing[r] -= 1
-                if missing[r] == 0:
-                    ready.append(self.rules[r][0])
-        return done
+    def nullable_flags(self) -> np.ndarray:
+        """``nullable`` as a bool per nonterminal."""
+        return derivable(*self.flat, len(self.nonterminal_names), False)
 
     def validate(self) -> None:
         """Refuse grammars the engine would mishandle: unproductive or undefined nonterminals."""
         n = len(self.nonterminal_names)
-        for lhs, rhs in self.rules:
-            for s in rhs:
-                if is_nt(s) and not 0 <= ~s < n:
-                    raise GrammarError(f"rule for {self.nonterminal_names[lhs]!r} uses an undefined nonterminal")
-                if not is_nt(s) and not 0 <= s < len(self.terminals):
-                    raise GrammarError(f"rule for {self.nonterminal_names[lhs]!r} uses an undefined terminal")
-        productive = self._derivable(terminals_count=True)
-        reachable = {self.start}
-        stack = [self.start]
-        while stack:
-            a = stack.pop()
-            for r in self.by_lhs[a]:
-                for s in self.rules[r][1]:
-                    if is_nt(s) and ~s not in reachable:
-                        reachable.add(~s)
-                        stack.append(~s)
-        dead = sorted(self.nonterminal_names[a] for a in reachable - productive)
+        lhs, ptr, syms = self.flat
+        if len(syms) and (int(syms.min()) < -n or int(syms.max()) >= len(self.terminals)):
+            for a, rhs in self.rules:
+                for s in rhs:
+                    if is_nt(s) and not 0 <= ~s < n:
+                        raise GrammarError(f"rule for {self.nonterminal_names[a]!r} uses an undefined nonterminal")
+                    if not is_nt(s) and not 0 <= s < len(self.terminals):
+                        raise GrammarError(f"rule for {self.nonterminal_names[a]!r} uses an undefined terminal")
+        reached = reachable(lhs, ptr, syms, n, self.start)
+        productive = derivable(lhs, ptr, syms, n, True)
+        dead = sorted(self.nonterminal_names[a] for a in np.flatnonzero(reached & ~productive).tolist())
         if dead:
             raise GrammarError(
                 "unproductive rules (they can never finish, e.g. recursion without a base case): " + ", ".join(dead)
             )
-        without_rules = sorted(self.nonterminal_names[a] for a in reachable if not self.by_lhs[a])
+        has_rules = np.zeros(n, dtype=np.bool_)
+        has_rules[lhs] = True
+        without_rules = sorted(self.nonterminal_names[a] for a in np.flatnonzero(reached & ~has_rules).tolist())
         if without_rules:
             raise GrammarError("rules used but never defined: " + ", ".join(without_rules))

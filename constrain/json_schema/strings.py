@@ -24,10 +24,11 @@ from collections import OrderedDict
 from functools import lru_cache
 
 from constrain.json_schema.numbers import EMPTY, alt, cat, lit, rep
+from constrain.regex.ast import hashed
 from constrain.regex import automaton
 from constrain.regex import charset as cs
 
-QUOTE = lit('"')
+QUOTE = hashed(lit('"'))
 _SHORT_ESCAPES = {0x22: '\\"', 0x5C: "\\\\", 0x2F: "\\/", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
 _RAW_FORBIDDEN = cs.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
 HEX = ("set", ((48, 57), (65, 70), (97, 102)))
@@ -166,8 +167,8 @@ def _char_every_spelling(cp: int):
     process (``automaton.keep_static``): it is a piece of every member key and string literal,
     ~70 us to build, and no cold compile of a schema should pay for it again."""
     if 0xD800 <= cp <= 0xDFFF:
-        return cat(_U, _hex_digits(((cp, cp),), 4))
-    node = char_spellings(cs.single(cp))
+        return hashed(cat(_U, _hex_digits(((cp, cp),), 4)))
+    node = hashed(char_spellings(cs.single(cp)))
     if cp < 0x80:
         automaton.keep_static(node)
     return node
@@ -186,7 +187,7 @@ def string_literal(value: str):
 
     The same spellings as ``ANY_CHAR`` and every class generate for these characters, so subtracting
     it removes the value exactly; matching it accepts every spelling a JSON parser decodes to ``value``."""
-    return cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE)
+    return hashed(cat(QUOTE, *[_char_every_spelling(ord(c)) for c in value], QUOTE))
 
 
 _CHAR_DFA = None

@@ -12,6 +12,30 @@ Node = tuple
 EMPTY: Node = ("cat", ())  # the empty string
 
 
+class HashedNode(tuple):
+    """An AST node that keeps its hash. Tuples hash their whole tree on every dict or set lookup,
+    and a schema's member key is ~650 nested tuples (its characters' JSON spellings): ~5 us a hash,
+    several times per key while the grammar is built. Shared pieces (a character's spellings, a
+    string literal) are made of these: equal to and hashing like the plain tuple, so mixing
+    them with plain tuples in dictionaries is safe."""
+
+    def __new__(cls, node: tuple) -> "HashedNode":
+        self = super().__new__(cls, node)
+        self._hash = tuple.__hash__(self)
+        return self
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):  # (string hashes differ between processes: the hash is computed again)
+        return (HashedNode, (tuple(self),))
+
+
+def hashed(node: Node) -> Node:
+    """``node`` as a ``HashedNode`` (see there)."""
+    return node if type(node) is HashedNode else HashedNode(node)
+
+
 def lit(text: str) -> Node:
     """Exactly ``text``."""
     return ("cat", tuple(_char(c) for c in text))
