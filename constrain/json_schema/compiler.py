@@ -908,7 +908,7 @@ class _Builder:
         extra_member = None
         if members:
             options = [[k, w, num.lit(":"), w, v] for k, v in members]
-            extra_member = options[0] if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
+            extra_member = list(self.seq(options[0])) if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
         if max_p is not None and sum(r for _, _, r in declared) > max_p:
             raise EmptySchemaError("more properties are required than maxProperties allows", pointer)
         if self.opt.property_order == "any" and (len(declared) > 1 or (declared and extra_member is not None)):
@@ -999,7 +999,9 @@ class _Builder:
         suffix = {(n, c): tail[c] for c in range(cap + 1)}
         for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
-            member = [_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]
+            # its symbols once: every alternative below puts symbols around it (a separator, a
+            # rest), so nothing merges across its ends, and each seq of it re-glued the key
+            member = list(self.seq([_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]))
             for c in range(cap, -1, -1):
                 alts = []
                 nxt = suffix[(i + 1, min(c + 1, cap))]
@@ -1028,6 +1030,8 @@ class _Builder:
         # each state's alternatives: (pieces, next state or None for the end); only states that can
         # still finish get a rule (maxProperties may leave no room for a missing required name)
         alts_of: dict[tuple[int, int], list] = {}
+        members = [list(self.seq([_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]))
+                   for name, piece, _ in declared]  # symbols once, as in _object_schema_order
         for used in range(1 << n):
             for e in range(cap + 1):
                 count = bin(used).count("1") + e
@@ -1036,10 +1040,9 @@ class _Builder:
                 if used & required_mask == required_mask and count >= min_p:
                     alts.append(([], None))
                 room = max_p is None or count < max_p
-                for i, (name, piece, _) in enumerate(declared):
+                for i in range(n):
                     if room and not used & (1 << i):
-                        key = _name_literal(name, n, self.opt.spellings)
-                        alts.append((lead + [key, w, num.lit(":"), w, piece], (used | 1 << i, e)))
+                        alts.append((lead + members[i], (used | 1 << i, e)))
                 if extra_member is not None and room:
                     alts.append((lead + extra_member, (used, min(e + 1, cap))))
                 alts_of[(used, e)] = alts
