@@ -166,35 +166,37 @@ class _Builder:
         """Symbols for a sequence of pieces; adjacent ASTs merge into one terminal. None = empty language."""
         out: list[int] = []
         run: list = []
-
-        def flush():
-            if run:
-                ast = num.cat(*run) if len(run) > 1 else run[0]
-                if num.accepts_empty(ast):
-                    raise AssertionError("an empty-capable terminal was built")  # never for our pieces
-                if all(p in self._fixed for p in run):
-                    automaton.keep_static(ast)
-                out.append(self.terminal(ast))
-                run.clear()
-
         for p in pieces:
-            if p is None:
-                return None
-            if _ast(p):
-                if p == num.EMPTY:
-                    continue
-                if p in self._standalone:  # a string value: its own terminal, shared by equal ones
-                    flush()
-                    if p in self._fixed:
-                        automaton.keep_static(p)
-                    out.append(self.terminal(p))
-                    continue
-                run.append(p)
-            else:
-                flush()
+            if not isinstance(p, tuple):  # a symbol (most pieces once members are glued), or None
+                if p is None:
+                    return None
+                if run:
+                    out.append(self._glued(run))
+                    run = []
                 out.append(p)
-        flush()
+            elif p == num.EMPTY:
+                continue
+            elif p in self._standalone:  # a string value: its own terminal, shared by equal ones
+                if run:
+                    out.append(self._glued(run))
+                    run = []
+                if p in self._fixed:
+                    automaton.keep_static(p)
+                out.append(self.terminal(p))
+            else:
+                run.append(p)
+        if run:
+            out.append(self._glued(run))
         return tuple(out)
+
+    def _glued(self, run: list) -> int:
+        """The terminal of adjacent AST pieces."""
+        ast = num.cat(*run) if len(run) > 1 else run[0]
+        if num.accepts_empty(ast):
+            raise AssertionError("an empty-capable terminal was built")  # never for our pieces
+        if all(p in self._fixed for p in run):
+            automaton.keep_static(ast)
+        return self.terminal(ast)
 
     def rule(self, name: str, alternatives) -> int | None:
         """A nonterminal with the given alternatives (each a list of pieces); None if all are empty."""
