@@ -28,7 +28,7 @@ from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
 from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
 from constrain.json_schema.refs import RefResolver
 from constrain.regex import automaton, boolean
-from constrain.regex.ast import length_range
+from constrain.regex.ast import hashed, length_range
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
@@ -139,7 +139,7 @@ class _Builder:
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
-        self.ws = num.rep(ws_chars, 0, options.max_whitespace) if options.whitespace == "flexible" else None
+        self.ws = hashed(num.rep(ws_chars, 0, options.max_whitespace)) if options.whitespace == "flexible" else None
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
         # like the characters' spellings, instead of once per schema
@@ -191,7 +191,7 @@ class _Builder:
 
     def _glued(self, run: list) -> int:
         """The terminal of adjacent AST pieces."""
-        ast = num.cat(*run) if len(run) > 1 else run[0]
+        ast = hashed(num.cat(*run)) if len(run) > 1 else run[0]  # (looked up by terminal, lexer, memos)
         if num.accepts_empty(ast):
             raise AssertionError("an empty-capable terminal was built")  # never for our pieces
         if all(p in self._fixed for p in run):

@@ -181,6 +181,7 @@ def keep_ascii_spellings() -> None:
         _char_every_spelling(cp)
 
 
+@lru_cache(maxsize=8192)  # (one per declared name, asked for by the key and the undeclared-keys difference)
 def string_literal(value: str):
     """Every JSON spelling of the string ``value``: each character raw (where allowed), as its short
     escape, or as ``\\uXXXX`` in either hex case (surrogate pairs for astral characters).

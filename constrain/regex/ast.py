@@ -37,8 +37,16 @@ def hashed(node: Node) -> Node:
 
 
 def lit(text: str) -> Node:
-    """Exactly ``text``."""
+    """Exactly ``text``. Short ones (punctuation, ``true``, a keyword) are one shared ``HashedNode``
+    each: the JSON Schema front end glues ``:``, ``,`` and brackets into most of its terminals."""
+    if len(text) <= 8:
+        return _short_lit(text)
     return ("cat", tuple(_char(c) for c in text))
+
+
+@lru_cache(maxsize=4096)
+def _short_lit(text: str) -> Node:
+    return HashedNode(("cat", tuple(_char(c) for c in text)))
 
 
 @lru_cache(maxsize=None)
