@@ -12,23 +12,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from constrain._csr import rows_by_key
+
 KIND_T, KIND_NT, KIND_END = 0, 1, 2
-
-
-@numba.njit(cache=True)
-def rules_by_lhs(lhs, n_nt):  # pragma: no cover - numba
-    """(ptr, rules): the rules of nonterminal ``a`` are ``rules[ptr[a]:ptr[a + 1]]``, in rule order."""
-    ptr = np.zeros(n_nt + 1, dtype=np.int32)
-    for r in range(lhs.shape[0]):
-        ptr[lhs[r] + 1] += 1
-    for a in range(n_nt):
-        ptr[a + 1] += ptr[a]
-    fill = ptr[:-1].copy()
-    out = np.empty(lhs.shape[0], dtype=np.int32)
-    for r in range(lhs.shape[0]):
-        out[fill[lhs[r]]] = r
-        fill[lhs[r]] += 1
-    return ptr, out
 
 
 @numba.njit(cache=True)
@@ -88,7 +74,7 @@ def derivable(lhs, ptr, syms, n_nt, terminals_count):  # pragma: no cover - numb
 @numba.njit(cache=True)
 def reachable(lhs, ptr, syms, n_nt, start):  # pragma: no cover - numba
     """Nonterminals reachable from ``start`` through right-hand sides (``start`` included)."""
-    by_ptr, by_rule = rules_by_lhs(lhs, n_nt)
+    by_ptr, by_rule = rows_by_key(n_nt, lhs)
     seen = np.zeros(n_nt, dtype=np.bool_)
     stack = np.empty(n_nt + 1, dtype=np.int32)
     seen[start] = True
@@ -138,7 +124,7 @@ def item_tables(lhs, ptr, syms, n_nt, n_t, nullable, wt):  # pragma: no cover - 
         kinds[end] = KIND_END
         args[end] = lhs[r]
         lhss[end] = lhs[r]
-    by_ptr, by_rule = rules_by_lhs(lhs, n_nt)
+    by_ptr, by_rule = rows_by_key(n_nt, lhs)
     # predicted items in (nonterminal, rule, dot) order
     pred = np.empty(n_items, dtype=np.int32)
     pred_of = np.empty(n_items, dtype=np.int32)  # the predicting nonterminal
@@ -213,41 +199,38 @@ def components(ptr, targets):  # pragma: no cover - numba
     on_stack = np.zeros(n, dtype=np.bool_)
     comp = np.full(n, -1, dtype=np.int64)
     stack = np.empty(n + 1, dtype=np.int64)
-    work_v = np.empty(n + 1, dtype=np.int64)
+    work_v = np.empty(n + 1, dtype=np.int64)  # the search path: node, next edge to follow
     work_i = np.empty(n + 1, dtype=np.int64)
     n_stack = 0
+    n_work = 0
     counter = 0
     n_comp = 0
     for root in range(n):
         if index[root] >= 0:
             continue
-        index[root] = counter
-        low[root] = counter
-        counter += 1
-        stack[n_stack] = root
-        n_stack += 1
-        on_stack[root] = True
-        work_v[0] = root
-        work_i[0] = ptr[root]
-        n_work = 1
-        while n_work:
+        w = root
+        while True:
+            if w >= 0:  # enter w
+                index[w] = counter
+                low[w] = counter
+                counter += 1
+                stack[n_stack] = w
+                n_stack += 1
+                on_stack[w] = True
+                work_v[n_work] = w
+                work_i[n_work] = ptr[w]
+                n_work += 1
+            if n_work == 0:
+                break
             v = work_v[n_work - 1]
             e = work_i[n_work - 1]
+            w = -1
             if e < ptr[v + 1]:
                 work_i[n_work - 1] = e + 1
-                w = targets[e]
-                if index[w] < 0:
-                    index[w] = counter
-                    low[w] = counter
-                    counter += 1
-                    stack[n_stack] = w
-                    n_stack += 1
-                    on_stack[w] = True
-                    work_v[n_work] = w
-                    work_i[n_work] = ptr[w]
-                    n_work += 1
-                elif on_stack[w]:
-                    low[v] = min(low[v], index[w])
+                if index[targets[e]] < 0:
+                    w = targets[e]
+                elif on_stack[targets[e]]:
+                    low[v] = min(low[v], index[targets[e]])
                 continue
             n_work -= 1
             if n_work:
@@ -256,10 +239,10 @@ def components(ptr, targets):  # pragma: no cover - numba
             if low[v] == index[v]:  # v roots a component
                 while True:
                     n_stack -= 1
-                    w = stack[n_stack]
-                    on_stack[w] = False
-                    comp[w] = n_comp
-                    if w == v:
+                    x = stack[n_stack]
+                    on_stack[x] = False
+                    comp[x] = n_comp
+                    if x == v:
                         break
                 n_comp += 1
     return comp

@@ -15,6 +15,7 @@ from functools import lru_cache
 import numba
 import numpy as np
 
+from constrain._csr import rows_by_key
 from constrain._intern import find_or_put, grown, reserve_vectors, reverse_reach
 from constrain.regex.equivalence import _moore_rounds
 from constrain.errors import EmptyLanguageError, RegexError
@@ -1079,32 +1080,16 @@ def _via_nfa(node, source: str | None) -> DFA:
 
 
 @numba.njit(cache=True)
-def _by_source(n, src):  # pragma: no cover - numba
-    """CSR by source state (a stable counting sort): (ptr [n + 1], the order of the entries)."""
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for k in range(src.shape[0]):
-        ptr[src[k] + 1] += 1
-    for s in range(n):
-        ptr[s + 1] += ptr[s]
-    fill = ptr[:n].copy()
-    order = np.empty(src.shape[0], dtype=np.int64)
-    for k in range(src.shape[0]):
-        order[fill[src[k]]] = k
-        fill[src[k]] += 1
-    return ptr, order
-
-
-@numba.njit(cache=True)
 def _nfa_to_dfa(n, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start, final, max_states):  # pragma: no cover
     """Flat NFA edge lists -> (status, class table [S, C], accepting, byte -> class, horizon):
     CSR arrays, byte classes between edge boundaries, co-reachability (``_co_filter``), subset
     construction and minimisation (``_partition``, ``_quotient``). Status 0: the language is empty;
     -1: more than ``max_states`` states; 1: done."""
-    eps_ptr, order = _by_source(n, eps_src)
+    eps_ptr, order = rows_by_key(n, eps_src)
     eps_d = np.empty(eps_dst.shape[0], dtype=np.int32)
     for k in range(order.shape[0]):
         eps_d[k] = eps_dst[order[k]]
-    e_ptr, order = _by_source(n, e_src)
+    e_ptr, order = rows_by_key(n, e_src)
     m = order.shape[0]
     # byte classes: bytes no edge tells apart behave the same everywhere
     is_cut = np.zeros(257, dtype=np.bool_)
