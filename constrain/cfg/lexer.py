@@ -504,39 +504,44 @@ class LexerBlocks:
         self._scratch = np.empty(1, dtype=np.int32)
         self._prev = np.empty(256, dtype=np.int32)  # expansion buffers (also a row's targets per class)
         self._cut = np.empty(256, dtype=np.bool_)
-        # every terminal's minimal DFA, concatenated on first use ("components")
-        # component transitions in each terminal DFA's own byte classes: flat table, a row offset
-        # and a byte -> class map per component (maps shared between terminals that agree)
-        self._comp_flat = np.full(1024, -1, dtype=np.int32)
-        self._flat_n = 0
+        # every terminal's minimal DFA, concatenated on first use ("components"): per component
+        # state its template row, shift, byte -> class map id, acceptance, terminal, mask class
         self._comp_row = np.zeros(64, dtype=np.int64)
         self._comp_shift = np.zeros(64, dtype=np.int64)  # a state's row targets are relative to this
         self._comp_cls_id = np.zeros(64, dtype=np.int64)
-        self._class_maps: dict[bytes, int] = {}
-        self._class_table = np.zeros((8, 256), dtype=np.int32)  # [maps, 256] byte -> class (rows past the count unused)
-        self._class_cuts = np.ones((8, 256), dtype=np.bool_)  # [maps, 256]: byte b starts a new class
-        self._class_width = np.zeros(8, dtype=np.int32)  # classes per map
         self._comp_acc = np.zeros(64, dtype=np.bool_)
         self._comp_term = np.zeros(64, dtype=np.int32)
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
-        # templates: automata whose rows are stored once (targets relative to a copy's first state),
-        # each terminal a sequence of copies; per template its first row, states, row width, class
-        # map, mask classes (count; per state, flat with the accepting flags at ``acc_off``)
-        self._tpl_of: dict[tuple, int] = {}
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
+        self._shares = shared and chains
+        if self._shares:
+            self._adopt_templates(_shared_store())
+        else:
+            self._empty_templates()
+        self.make_room()
+
+    def _empty_templates(self) -> None:
+        """An empty template store. Templates: automata whose rows are stored once in a flat table
+        in their own byte classes (targets relative to a copy's first state), each terminal a
+        sequence of copies; per template its first row, states, row width, class map, mask classes
+        (count; per state, flat with the accepting flags at ``acc_off``). Byte -> class maps are
+        shared between templates that agree."""
+        self._comp_flat = np.full(1024, -1, dtype=np.int32)
+        self._flat_n = 0
+        self._class_maps: dict[bytes, int] = {}
+        self._class_table = np.zeros((8, 256), dtype=np.int32)  # [maps, 256] byte -> class (rows past the count unused)
+        self._class_cuts = np.ones((8, 256), dtype=np.bool_)  # [maps, 256]: byte b starts a new class
+        self._class_width = np.zeros(8, dtype=np.int32)  # classes per map
+        self._tpl_of: dict[tuple, int] = {}
         self._tpl = {name: np.zeros(16, dtype=np.int64)
                      for name in ("row", "states", "width", "map", "n_classes", "acc_off")}
         self._tpl_acc = np.zeros(64, dtype=np.bool_)
         self._tpl_class = np.zeros(64, dtype=np.int64)
         self._tpl_n = 0
         self._tpl_items = 0
-        self._shares = shared and chains
-        if self._shares:
-            self._adopt_templates(_shared_store())
-        self.make_room()
 
     _TEMPLATE_ARRAYS = ("_comp_flat", "_tpl_acc", "_tpl_class", "_class_table", "_class_cuts", "_class_width")
 
