@@ -163,8 +163,8 @@ def item_tables(lhs, ptr, syms, n_nt, n_t, nullable, wt):  # pragma: no cover - 
     w_fill = w_ptr[:-1].copy()
     # direct predictions: per nonterminal, a sorted list without repeats (a bitmap row per source)
     mark = np.full(max(n_nt, 1), -1, dtype=np.int32)
-    d_ptr = np.zeros(n_nt + 1, dtype=np.int32)
-    d_tmp = np.empty(max(n_pred, 1), dtype=np.int32)
+    d_ptr = np.zeros(n_nt + 1, dtype=np.int64)  # (int64, as ``components`` takes every graph)
+    d_tmp = np.empty(max(n_pred, 1), dtype=np.int64)
     n_d = 0
     k = 0
     for a in range(n_nt):

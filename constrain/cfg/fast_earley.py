@@ -296,8 +296,6 @@ def _reach_closure(ptr: np.ndarray, targets: np.ndarray, words: int) -> np.ndarr
     one set, each the union of its members and of the sets of the components it points to, which
     come earlier in Tarjan's finish order. Linear in nodes + edges times words (a per-node search
     is quadratic: 2,000 optional properties took seconds)."""
-    ptr = ptr.astype(np.int64)
-    targets = targets.astype(np.int64)
     return _closure_rows(components(ptr, targets), ptr, targets, max(len(ptr) - 1, 1), words)
 
 
@@ -360,7 +358,7 @@ class FastEarley:
         self.X = (np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.full(_FIRST_SEEN_SIZE, -1, dtype=np.int64),
                   np.empty(MAX_SET_ITEMS + 1, dtype=np.int64), np.empty(MAX_SET_ITEMS + 1, dtype=np.int64),
                   np.zeros(self.wn, dtype=np.uint64), np.zeros(self.wt, dtype=np.uint64))
-        self.root = self._make_root(cfg.start, bool(null_arr[cfg.start]))
+        self.root = self._make_root(cfg.start)
         self._tset_cache: dict[int, frozenset[int]] = {}
 
     # ------------------------------------------------------------------ storage
@@ -438,7 +436,7 @@ class FastEarley:
             _rehash(self.tset_hash, n_tset, self.tset_slots)
         self._pack()
 
-    def _make_root(self, start: int, start_nullable: bool) -> int:
+    def _make_root(self, start: int) -> int:
         pred = self.G[4][start].copy()
         pid, _ = _find_or_add_bits(self.pid_bits, self.pid_hash, self.pid_slots, self.counters, N_PID, pred)
         tbits = np.zeros(self.wt, dtype=np.uint64)
@@ -447,7 +445,7 @@ class FastEarley:
         self.pid_terms[pid] = tbits
         tid, _ = _find_or_add_bits(self.tset_bits, self.tset_hash, self.tset_slots, self.counters, N_TSET, tbits)
         self.ctx_pid[0] = pid
-        self.ctx_acc[0] = start_nullable
+        self.ctx_acc[0] = self.G[3][start]  # (nullable)
         self.ctx_tset[0] = tid
         self.ctx_hash[0] = -1  # never found by hash: nothing else is the root
         self.ctx_next[0, :] = NO_CONTEXT

@@ -212,6 +212,17 @@ class _Builder:
     def w(self):
         return self.ws if self.ws is not None else num.EMPTY
 
+    def member(self, key, value) -> list:
+        """The pieces of an object member: ``key ws : ws value``."""
+        w = self.w()
+        return [key, w, num.lit(":"), w, value]
+
+    def declared_member(self, name: str, value, declared: int) -> list:
+        """A declared property's member as symbols, built once per property: every alternative
+        around it puts symbols on both sides (a separator, a rest), so nothing merges across its
+        ends, and gluing it per alternative re-glued and re-hashed the key each time."""
+        return list(self.seq(self.member(_name_literal(name, declared, self.opt.spellings), value)))
+
     def member_separator(self) -> list:
         """``ws , ws`` between object members as a terminal of its own (a symbol, so ``seq`` does not
         merge it into the key after it). Then a key's terminal is the same after ``{`` and after a
@@ -267,8 +278,8 @@ class _Builder:
         members = self.new_nt("any_members")
         items = self.new_nt("any_items")
         key = js.string_of_length()
-        self.rules.append((~members, self.seq([key, w, num.lit(":"), w, sym])))
-        self.rules.append((~members, self.seq([members, w, num.lit(","), w, key, w, num.lit(":"), w, sym])))
+        self.rules.append((~members, self.seq(self.member(key, sym))))
+        self.rules.append((~members, self.seq([members, w, num.lit(","), w, *self.member(key, sym)])))
         self.rules.append((~items, self.seq([sym])))
         self.rules.append((~items, self.seq([items, w, num.lit(","), w, sym])))
         for alt in ([js.string_of_length()], [num.JSON_NUMBER], [num.lit("true")], [num.lit("false")],
@@ -898,7 +909,6 @@ class _Builder:
                 self.refuse("propertyNames", pointer + "/propertyNames", "a non-regular propertyNames schema")
             else:
                 name_lang = name_piece
-        w = self.w()
         declared = []
         for name, sub in props.items():
             matching = [sch for pat, sch in pattern_props.items() if _search(pat, name)]
@@ -931,7 +941,7 @@ class _Builder:
             members = [(k, v) for k, v in members if k is not None]
         extra_member = None
         if members:
-            options = [[k, w, num.lit(":"), w, v] for k, v in members]
+            options = [self.member(k, v) for k, v in members]
             extra_member = list(self.seq(options[0])) if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
         if max_p is not None and sum(r for _, _, r in declared) > max_p:
             raise EmptySchemaError("more properties are required than maxProperties allows", pointer)
@@ -1023,9 +1033,7 @@ class _Builder:
         suffix = {(n, c): tail[c] for c in range(cap + 1)}
         for i in range(n - 1, -1, -1):
             name, piece, req = declared[i]
-            # its symbols once: every alternative below puts symbols around it (a separator, a
-            # rest), so nothing merges across its ends, and each seq of it re-glued the key
-            member = list(self.seq([_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]))
+            member = self.declared_member(name, piece, n)
             for c in range(cap, -1, -1):
                 alts = []
                 nxt = suffix[(i + 1, min(c + 1, cap))]
@@ -1054,8 +1062,7 @@ class _Builder:
         # each state's alternatives: (pieces, next state or None for the end); only states that can
         # still finish get a rule (maxProperties may leave no room for a missing required name)
         alts_of: dict[tuple[int, int], list] = {}
-        members = [list(self.seq([_name_literal(name, n, self.opt.spellings), w, num.lit(":"), w, piece]))
-                   for name, piece, _ in declared]  # symbols once, as in _object_schema_order
+        members = [self.declared_member(name, piece, n) for name, piece, _ in declared]
         for used in range(1 << n):
             for e in range(cap + 1):
                 count = bin(used).count("1") + e
