@@ -29,6 +29,7 @@ from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKN
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
                                  LexerBlocks, ensure_expanded)
+from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
@@ -276,6 +277,36 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 
 @numba.njit(cache=True, nogil=True)
+def _combined_mask(a, words, n_configs, accepting):  # pragma: no cover - numba
+    """A combined-walk mask in one call, its arrays read from one ``WalkArgs`` (see ``walk_args``):
+    ``_walk_cfg`` from the ``n_configs`` configurations at depth 0 of ``a.cfg_c``/``a.cfg_g``
+    (0: resume a paused walk), then ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
+    only allowed token or -1]; ``accepting`` says whether configurations walked elsewhere (the
+    split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0)."""
+    done = a.done
+    if n_configs > 0:
+        a.cnt[0] = n_configs
+        a.pos[0] = 0
+        a.pos[1] = 0
+        a.ordered[:] = 0
+        ctx_acc = a.S[5]
+        ctx_start = a.S[17]
+        for k in range(n_configs):
+            c = a.cfg_c[0, k]
+            if ctx_acc[c] and a.cfg_g[0, k] == ctx_start[c]:
+                accepting = True
+        done[0] = accepting
+    status = _walk_cfg(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
+                       a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need)
+    if status == 0:
+        count, last = _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, done[0] != 0,
+                                   words)
+        done[1] = count
+        done[2] = last
+    return status
+
+
+@numba.njit(cache=True, nogil=True)
 def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
                 out_words, ev_node, ev_state, ended):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
@@ -389,6 +420,12 @@ def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepti
                         last = w * 32 + k
                 break
     return count, last
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
+    """``_finish_mask`` reading its arrays from one ``WalkArgs``."""
+    return _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, accepting, words)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -543,7 +580,7 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
-    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "ordered")
+    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "done", "ordered")
 
     def __init__(self, max_len: int, ordered_words: int) -> None:
         self.cfg_c = np.empty((max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
@@ -551,6 +588,7 @@ class _WalkBuffers:
         self.cnt = np.zeros(max_len + 2, dtype=np.int32)
         self.pos = np.zeros(2, dtype=np.int64)
         self.need = np.zeros(2, dtype=np.int32)
+        self.done = np.zeros(3, dtype=np.int64)  # ``_combined_mask``: accepting, allowed count, single token
         self.ordered = np.zeros(ordered_words, dtype=np.uint32)  # trie positions accepted whole
 
 
@@ -590,6 +628,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
         self._buffers: _WalkBuffers | None = None  # the parser walks' working arrays
+        self._args = None  # the same and every table the walks read, as one numba object (``_walk_args``)
+        self._args_tables: tuple = ()  # the (lexer store, parser store, parser scratch) ``_args`` holds
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
         if eager_terminals:
@@ -645,8 +685,12 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _accepting(self, config_id: int) -> bool:
         if config_id == FINISHED:
             return True
+        return any(self._accepting_config(c, g) for c, g in self._configs[config_id])
+
+    def _accepting_config(self, c: int, g: int) -> bool:
+        """Context ``c`` accepts and its lexer is between terminals."""
         p = self.parser
-        return any(p.ctx_acc[c] and g == p.ctx_start[c] for c, g in self._configs[config_id])
+        return bool(p.ctx_acc[c]) and g == p.ctx_start[c]
 
     # ------------------------------------------------------------------ stepping
     def step_bytes(self, config_id: int, data: bytes) -> int:
@@ -734,15 +778,15 @@ class CFGCompiledGrammar(CompiledGrammar):
         nodes = trie_nodes(trie)
         words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
         buffers = self._walk_buffers(trie)
-        ordered = buffers.ordered
-        ordered[:] = 0
         dense = []
+        split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
         for c, g in configs:
             cls = int(classes[g])
             if cls in self._dense or (cls not in self._shared and self.shared_walk_nodes >= 0):
                 dense.append((c, g))  # (a dense class's lexer part would be walked again by the combined walk)
                 continue
+            split_accepting = split_accepting or self._accepting_config(c, g)
             inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
             words |= inside
             if len(ev_node) == 0:
@@ -761,13 +805,14 @@ class CFGCompiledGrammar(CompiledGrammar):
                 part = self._walk_roots(*plan, nodes, trie)
                 self._boundary_parts[key] = part
             words |= part
-        if dense:
-            visited = self._combined_walk(dense, nodes, buffers, words)
-            if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
-                self._shared.update(int(classes[g]) for _, g in dense)
-        count, last = _finish_mask(ordered, trie.ids, id_words(trie, len(words)), nodes.dup_of, nodes.dup_ids,
-                                   self._eos_ids, self._accepting(config_id), words)
-        return words, int(count), int(last)
+        if not dense:
+            buffers.ordered[:] = 0  # (no subtree accepted whole)
+            count, last = _finish_mask_with(self._walk_args(), split_accepting, words)
+            return words, count, last
+        visited = self._combined_walk(dense, buffers, words, split_accepting)
+        if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
+            self._shared.update(int(classes[g]) for _, g in dense)
+        return words, int(buffers.done[1]), int(buffers.done[2])
 
     def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
         """(roots, their contexts, their lexer states) where tokens cross a boundary of config
@@ -849,28 +894,46 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._buffers = _WalkBuffers(trie.max_len, (len(trie.ids) + 31) // 32)
         return self._buffers
 
-    def _combined_walk(self, configs, nodes, buffers: "_WalkBuffers", words: np.ndarray) -> int:
-        """One walk of the whole trie carrying the configuration set (``_walk_cfg``): its token
-        bits set in ``words``, its subtrees accepted whole in ``buffers.ordered`` (for
-        ``_finish_mask``). Returns the number of trie nodes it visited."""
-        cfg_c, cfg_g, cnt, pos, need = buffers.cfg_c, buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need
+    def _combined_walk(self, configs, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> int:
+        """One walk of the whole trie carrying the configuration set, and the rest of the mask
+        (``_combined_mask``): ``words`` completed, the allowed count and single token in
+        ``buffers.done``; ``accepting``: whether other configurations of the set accept. Returns
+        the number of trie nodes it visited."""
+        cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
         for k, (c, g) in enumerate(configs):
             cfg_c[0, k] = c
             cfg_g[0, k] = g
-        cnt[0] = len(configs)
-        pos[0] = pos[1] = 0
-        sub_bytes = walk_byte_sets(nodes)
+        n_configs = len(configs)
         while True:
-            p = self.parser
-            status = _walk_cfg(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
-                               buffers.ordered, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt,
-                               pos, words, need)
+            status = _combined_mask(self._walk_args(), words, n_configs, accepting)
+            n_configs = 0  # (a resumed walk)
             if status == 0:
-                return int(pos[1])
+                return int(buffers.pos[1])
             if status == 2:
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
                                    "the grammar is too ambiguous")
-            self._serve(need)
+            self._serve(buffers.need)
+
+    def _walk_args(self):
+        """Every array ``_walk_cfg`` and ``_finish_mask`` read, as one ``WalkArgs`` (one argument
+        instead of ~80: see ``walk_args``), its stores set again when one was replaced."""
+        lx, p = self.lexers.lx, self.parser
+        args = self._args
+        if args is None:
+            trie = self.index.trie
+            nodes, buffers = trie_nodes(trie), self._walk_buffers(trie)
+            args = self._args = make_walk_args(
+                lx, p.G, p.S, p.X, self._is_ignore, walk_byte_sets(nodes), nodes.token_start, buffers.ordered,
+                nodes.byte, nodes.depth, nodes.skip, nodes.token, buffers.cfg_c, buffers.cfg_g, buffers.cnt,
+                buffers.pos, buffers.need, buffers.done, trie.ids, id_words(trie, bitmask_words(self.index.vocab_size)),
+                nodes.dup_of, nodes.dup_ids, self._eos_ids)
+        else:
+            held = self._args_tables
+            if held[0] is lx and held[1] is p.S and held[2] is p.X:
+                return args
+            set_tables(args, lx, p.S, p.X)
+        self._args_tables = (lx, p.S, p.X)
+        return args
 
     def _lexer_part(self, g: int):
         """(tokens staying inside the lexer from ``g``, event nodes, event states, terminals ending at
