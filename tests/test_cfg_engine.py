@@ -352,14 +352,16 @@ def test_depth_bounded_loops_change_no_mask(real_vocab, vocab):
     schema = {"type": "object", "properties": {
         "name": {"type": "string", "maxLength": 12}, "code": {"type": "string", "pattern": "^[A-Z0-9_]{2,10}$"},
         "n": {"type": "integer", "minimum": 0, "maximum": 99999999}, "tags": {"type": "array",
-        "items": {"type": "string", "minLength": 1, "maxLength": 5}}, "note": {"type": "string", "maxLength": 40}}}
+        "items": {"type": "string", "minLength": 1, "maxLength": 5}}, "note": {"type": "string", "maxLength": 40},
+        "long": {"type": "string", "maxLength": 300}}}  # chunked: chunk and remainder terminals alive together
     ast = Grammar.from_json_schema(schema, whitespace="flexible", property_order="any")._ast
     fast = CFGCompiledGrammar(ast, index, description="bounded")
     slow = CFGCompiledGrammar(ast, index, description="bounded")
     slow.lexers.disable_loop_bits()
     docs = [{"name": "Ada Lovelace", "code": "AB_12", "n": 99999999, "tags": ["x", "abcde", "été"]},
             {"note": "word " * 7 + "abcd", "name": "", "code": "ZZZZZZZZZZ", "n": 0},
-            {"name": "naïve café", "note": 'Grüße 日本語 \\ "q" ' + "z" * 20, "tags": []}]
+            {"name": "naïve café", "note": 'Grüße 日本語 \\ "q" ' + "z" * 20, "tags": []},
+            {"long": "A stack trace: at com.example.Main(Main.java:20) " * 5 + "x" * 40}]
     texts = [json.dumps(d, ensure_ascii=False) for d in docs]
     _same_masks_along(index, fast, slow, texts, tok)
     lx = fast.lexers
@@ -367,6 +369,8 @@ def test_depth_bounded_loops_change_no_mask(real_vocab, vocab):
     budget = lx._loops[:n, 2][lx._expanded[:n]]
     bounded = (budget != 0) & (budget != np.uint64(2**64 - 1))
     assert bounded.any(), "no state got a depth-bounded loop"
+    widths = (lx._vec_ptr[1:n + 1] - lx._vec_ptr[:n])[lx._expanded[:n]]
+    assert (bounded & (widths > 1)).any(), "no state of several live components got a depth-bounded loop"
 
 
 @pytest.mark.parametrize("vocab", ["smollm2", "llama3"])

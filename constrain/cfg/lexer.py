@@ -119,12 +119,19 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         if vec_ptr[q + 1] - vec_ptr[q] == 1 and trans[q, 0xC2] >= 0 \
                 and _utf8_loops(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
             loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
-    elif ctr[LOOP_BITS] and vec_ptr[q + 1] - vec_ptr[q] == 1:
-        lo, hi, h = _bounded_loop(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, 63)
-        if h > 0:
-            loops[q, 0] = lo
-            loops[q, 1] = hi
-            loops[q, 2] = (np.uint64(1) << np.uint64(h)) - np.uint64(1)
+    elif ctr[LOOP_BITS]:
+        # the deepest depth-bounded loop of a live component: strings of its bytes keep that
+        # component alive, so each is viable (a string's chunk terminal and its remainder terminal,
+        # both alive inside a long counted string, have one each)
+        best_lo, best_hi, best_h = np.uint64(0), np.uint64(0), 0
+        for j in range(vec_ptr[q], vec_ptr[q + 1]):
+            lo, hi, h = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, 63)
+            if h > best_h:
+                best_lo, best_hi, best_h = lo, hi, h
+        if best_h > 0:
+            loops[q, 0] = best_lo
+            loops[q, 1] = best_hi
+            loops[q, 2] = (np.uint64(1) << np.uint64(best_h)) - np.uint64(1)
             loops[q, 3] = np.uint64(0)
     expanded[q] = True
     return READY
@@ -182,12 +189,26 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
                 hi |= np.uint64(1) << np.uint64(b - 64)
     h = 1
     cur = best
+    classes = np.empty(n_group, dtype=np.int64)  # the group's distinct byte classes under map ``seen_map``
+    n_classes = 0
+    seen_map = -1
     while h < cap:
+        m = comp_map[cur]
+        if m != seen_map:  # (a template's states share one map: found once, not per step)
+            seen_map = m
+            n_classes = 0
+            for j in range(n_group):
+                c = class_maps[m, group[j]]
+                k = 0
+                while k < n_classes and classes[k] != c:
+                    k += 1
+                if k == n_classes:
+                    classes[k] = c
+                    n_classes += 1
         nxt = -1
         ok = True
-        for j in range(n_group):
-            b = group[j]
-            t = comp_flat[comp_row[cur] + class_maps[comp_map[cur], b]]
+        for j in range(n_classes):
+            t = comp_flat[comp_row[cur] + classes[j]]
             if t < 0:
                 ok = False
                 break
