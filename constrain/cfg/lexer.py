@@ -116,9 +116,16 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     loops[q, 2] = np.uint64(0)
     if (loops[q, 0] | loops[q, 1]) != 0:
         loops[q, 2] = ANY_DEPTH
-        if vec_ptr[q + 1] - vec_ptr[q] == 1 and trans[q, 0xC2] >= 0 \
-                and _utf8_loops(vec[vec_ptr[q]], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
-            loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
+        if trans[q, 0xC2] >= 0:
+            # every live component stays in its class on every UTF-8 character, so the state's
+            # class (that of its components' classes) stays too
+            every = True
+            for j in range(vec_ptr[q], vec_ptr[q + 1]):
+                if not _utf8_loops(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
+                    every = False
+                    break
+            if every:
+                loops[q, 3] |= np.uint64(1) << np.uint64(UTF8_MARK - 192)
     elif ctr[LOOP_BITS]:
         # the deepest depth-bounded loop of a live component: strings of its bytes keep that
         # component alive, so each is viable (a string's chunk terminal and its remainder terminal,
