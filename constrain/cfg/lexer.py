@@ -144,6 +144,19 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     return READY
 
 
+@numba.njit(cache=True, inline="always")
+def _find_or_append(items, n, v):  # pragma: no cover - numba
+    """Index of ``v`` in ``items[:n]`` (a short list searched in order), appended when absent;
+    returns (index, new length)."""
+    j = 0
+    while j < n and items[j] != v:
+        j += 1
+    if j == n:
+        items[j] = v
+        n += 1
+    return j, n
+
+
 @numba.njit(cache=True)
 def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap):  # pragma: no cover - numba
     """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
@@ -170,12 +183,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
         t = succ[b]
         if t < 0:
             continue
-        j = 0
-        while j < n_groups and groups[j] != t:
-            j += 1
-        if j == n_groups:
-            groups[j] = t
-            n_groups += 1
+        j, n_groups = _find_or_append(groups, n_groups, t)
         sizes[j] += 1
         if sizes[j] > best_n:
             best_n = sizes[j]
@@ -205,13 +213,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
             seen_map = m
             n_classes = 0
             for j in range(n_group):
-                c = class_maps[m, group[j]]
-                k = 0
-                while k < n_classes and classes[k] != c:
-                    k += 1
-                if k == n_classes:
-                    classes[k] = c
-                    n_classes += 1
+                _, n_classes = _find_or_append(classes, n_classes, class_maps[m, group[j]])
         nxt = -1
         ok = True
         for j in range(n_classes):
