@@ -1709,7 +1709,10 @@ def _format_string(fmt: str):
             piece = js.spell_decoded(parse_regex(rx))
             spelled.append(piece if cap is None else boolean.intersect(piece, js.chars(0, cap)))
         node = num.cat(js.QUOTE, *spelled, js.QUOTE)
-        automaton.keep_static_when_built(node)  # built by the first schema that reaches it, then kept
+        # built by the first schema that reaches it, then kept; each piece too, since a terminal
+        # that ends with the format (``ws : ws`` and the value after a key) glues the pieces
+        for piece in (node, *spelled):
+            automaton.keep_static_when_built(piece)
         _FORMAT_CACHE[fmt] = node
     return _FORMAT_CACHE[fmt]
 
