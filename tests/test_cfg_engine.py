@@ -405,6 +405,9 @@ def test_utf8_loops_change_no_mask(real_vocab, vocab):
     widths = (lx._vec_ptr[1:n + 1] - lx._vec_ptr[:n])
     if vocab == "smollm2":  # (which states get expanded, rather than shared by class, depends on the tokens)
         assert (marked & (widths > 1)).any(), "no state of several live components got the UTF-8 loop"
+    budget = lx._loops[:n, 2]
+    bounded = (budget != 0) & (budget != np.uint64(2**64 - 1))
+    assert (marked & bounded).any(), "no depth-bounded loop got the UTF-8 mark (a chunked string's positions)"
 
 
 def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):

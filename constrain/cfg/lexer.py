@@ -130,16 +130,18 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         # the deepest depth-bounded loop of a live component: strings of its bytes keep that
         # component alive, so each is viable (a string's chunk terminal and its remainder terminal,
         # both alive inside a long counted string, have one each)
-        best_lo, best_hi, best_h = np.uint64(0), np.uint64(0), 0
+        best_lo, best_hi, best_h, best_utf8 = np.uint64(0), np.uint64(0), 0, False
+        utf8 = trans[q, 0xC2] >= 0  # (some UTF-8 character may follow: worth checking them)
         for j in range(vec_ptr[q], vec_ptr[q + 1]):
-            lo, hi, h = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, 63)
-            if h > best_h:
-                best_lo, best_hi, best_h = lo, hi, h
+            lo, hi, h, with_utf8 = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps,
+                                                 comp_class, 63, utf8)
+            if h > best_h or (h == best_h and with_utf8 and not best_utf8):
+                best_lo, best_hi, best_h, best_utf8 = lo, hi, h, with_utf8
         if best_h > 0:
             loops[q, 0] = best_lo
             loops[q, 1] = best_hi
             loops[q, 2] = (np.uint64(1) << np.uint64(best_h)) - np.uint64(1)
-            loops[q, 3] = np.uint64(0)
+            loops[q, 3] = np.uint64(1) << np.uint64(UTF8_MARK - 192) if best_utf8 else np.uint64(0)
     expanded[q] = True
     return READY
 
@@ -158,14 +160,20 @@ def _find_or_append(items, n, v):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True)
-def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap):  # pragma: no cover - numba
+def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, cap,
+                  utf8):  # pragma: no cover - numba
     """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
     it has none worth testing. Its bytes are the largest group of ASCII bytes that lead ``s`` to one
     state (a string's plain characters near its ``maxLength``, digits of a bounded number); the
     depth is how many such bytes every path keeps reading while the whole group keeps leading to
     one live state, at most ``cap``: every string of those bytes that long is then viable, so a
     walk accepts whole a subtree of them no taller (``trie.walk_byte_sets``, word 2). Read on the
-    component's own table, so no lexer state is expanded for it."""
+    component's own table, so no lexer state is expanded for it.
+    With ``utf8``, also whether every multibyte UTF-8 character leads each of those states where the
+    group does (a counted string's character of any width is one step): returned fourth, for the
+    whole depth (a byte budget bounds the characters too). Llama 3's longest token spans a whole
+    128-character chunk of a long string, so there its positions have only such loops, and without
+    characters in them a mask stepped through every non-ASCII subtree (~77k nodes)."""
     succ = np.empty(128, dtype=np.int64)
     n_live = 0
     for b in range(128):
@@ -173,7 +181,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
         succ[b] = t + comp_shift[s] if t >= 0 else -1
         n_live += t >= 0
     if n_live < MIN_BOUNDED_LOOP_BYTES:
-        return np.uint64(0), np.uint64(0), 0
+        return np.uint64(0), np.uint64(0), 0, False
     groups = np.empty(128, dtype=np.int64)  # distinct successors and their byte counts
     sizes = np.zeros(128, dtype=np.int64)
     n_groups = 0
@@ -189,7 +197,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
             best_n = sizes[j]
             best = t
     if best_n < MIN_BOUNDED_LOOP_BYTES:
-        return np.uint64(0), np.uint64(0), 0
+        return np.uint64(0), np.uint64(0), 0, False
     lo = np.uint64(0)
     hi = np.uint64(0)
     group = np.empty(best_n, dtype=np.int64)  # the group's bytes
@@ -204,6 +212,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
                 hi |= np.uint64(1) << np.uint64(b - 64)
     h = 1
     cur = best
+    if utf8:  # the first step, from ``s`` itself
+        utf8 = _utf8_chars_end(s, best, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
     classes = np.empty(n_group, dtype=np.int64)  # the group's distinct byte classes under map ``seen_map``
     n_classes = 0
     seen_map = -1
@@ -229,11 +239,13 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, cap)
                 break
         if not ok:
             break
+        if utf8:
+            utf8 = _utf8_chars_end(cur, nxt, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
         if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
-            return lo, hi, cap
+            return lo, hi, cap, utf8
         h += 1
         cur = nxt
-    return lo, hi, h
+    return lo, hi, h, utf8
 
 
 @numba.njit(cache=True, inline="always")
@@ -259,9 +271,18 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     lexer state then holds the loop bit ``UTF8_MARK``: a walk accepts whole a subtree of ASCII loop
     bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
     a character cut short at the token's end being live. Read on the component's own table, so no
-    lexer state is expanded for it; the targets of equal (state, bytes due, byte range) are
-    checked once (a body's 2-byte leads all reach one state)."""
-    cls = comp_class[g]
+    lexer state is expanded for it."""
+    return _utf8_chars_end(g, -1, comp_class[g], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+
+
+@numba.njit(cache=True)
+def _utf8_chars_end(g, target, cls, comp_flat, comp_row, comp_shift, comp_map, class_maps,
+                    comp_class):  # pragma: no cover - numba
+    """Whether every strict UTF-8 character of two or more bytes leads component state ``g``
+    through live states to ``target`` (``target`` >= 0) or else to a state of mask class ``cls``.
+    The targets of equal (state, bytes due, byte range) are checked once (a body's 2-byte leads all
+    reach one state), and bytes of one class step alike, so a range is read once per run of a
+    class."""
     items = np.empty((64, 4), dtype=np.int64)
     n = 0
     for lead in range(0xC2, 0xF5):
@@ -275,13 +296,19 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     j = 0
     while j < n:
         h, k = items[j, 0], items[j, 1]
+        m = comp_map[h]
+        seen = -1
         for b in range(items[j, 2], items[j, 3] + 1):
-            t = comp_flat[comp_row[h] + class_maps[comp_map[h], b]]
+            c = class_maps[m, b]
+            if c == seen:
+                continue
+            seen = c
+            t = comp_flat[comp_row[h] + c]
             if t < 0:
                 return False
             t += comp_shift[h]
             if k == 1:
-                if comp_class[t] != cls:
+                if (t != target) if target >= 0 else (comp_class[t] != cls):
                     return False
                 continue
             n = _add_item(items, n, t, k - 1, 0x80, 0xBF)
