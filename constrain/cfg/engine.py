@@ -299,8 +299,7 @@ def _combined_mask(a, words, n_configs, accepting):  # pragma: no cover - numba
     status = _walk_cfg(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
                        a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need)
     if status == 0:
-        count, last = _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, done[0] != 0,
-                                   words)
+        count, last = _finish_mask_with(a, done[0] != 0, words)
         done[1] = count
         done[2] = last
     return status

@@ -213,7 +213,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     h = 1
     cur = best
     if utf8:  # the first step, from ``s`` itself
-        utf8 = _utf8_chars_end(s, best, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
     classes = np.empty(n_group, dtype=np.int64)  # the group's distinct byte classes under map ``seen_map``
     n_classes = 0
     seen_map = -1
@@ -240,7 +240,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
         if not ok:
             break
         if utf8:
-            utf8 = _utf8_chars_end(cur, nxt, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+            utf8 = _utf8_chars_end(cur, nxt, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
         if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
             return lo, hi, cap, utf8
         h += 1
@@ -272,17 +272,18 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
     a character cut short at the token's end being live. Read on the component's own table, so no
     lexer state is expanded for it."""
-    return _utf8_chars_end(g, -1, comp_class[g], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
 
 
 @numba.njit(cache=True)
-def _utf8_chars_end(g, target, cls, comp_flat, comp_row, comp_shift, comp_map, class_maps,
+def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps,
                     comp_class):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g``
-    through live states to ``target`` (``target`` >= 0) or else to a state of mask class ``cls``.
+    through live states to ``target`` (``target`` >= 0) or else to a state of ``g``'s own class.
     The targets of equal (state, bytes due, byte range) are checked once (a body's 2-byte leads all
     reach one state), and bytes of one class step alike, so a range is read once per run of a
     class."""
+    cls = comp_class[g]
     items = np.empty((64, 4), dtype=np.int64)
     n = 0
     for lead in range(0xC2, 0xF5):
