@@ -15,6 +15,7 @@ Plus deep nesting, the documented ambiguity limit, and the Matcher contract on C
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sys
@@ -508,6 +509,28 @@ def test_pathological_ambiguity_hits_the_documented_limit():
     with pytest.raises(GrammarError, match="too ambiguous"):
         compiled.accepts_text("a" * 60 + "x" * 60)
     assert time.perf_counter() - t0 < 30
+
+
+def test_big_configuration_sets_give_brute_force_masks():
+    """Past ``LINEAR_DEDUP`` configurations at one trie depth the walk finds repeated ones through a
+    hash table instead of a scan (a run of dashes in sql_select, each a minus or a comment start,
+    reaches ~70 on Llama 3). After a^n, AMBIGUOUS has Fibonacci(n) parses, each waiting for its own
+    string of "x" and "y": masks over every token of up to 6 bytes equal brute
+    force (``compiled.step``, the Python path) from states of up to 8 parses (up to 233 inside a
+    token), and the table was used. A dropped or merged configuration would lose its closing strings."""
+    pieces = []
+    for n in range(1, 7):
+        pieces += [bytes(p) for p in itertools.product(b"axy", repeat=n) if bytes(p) not in pieces]
+    index = _tiny_index(pieces)
+    compiled = CFGCompiledGrammar(Grammar.from_lark(AMBIGUOUS)._ast, index, description="ambiguous")
+    for prefix in [b"", b"a", b"aaa", b"aaaaa", b"aaaax"]:
+        state = compiled.step_bytes(compiled.start_config, prefix) if prefix else compiled.start_config
+        m = compiled.matcher()
+        m._states[-1] = state
+        mask = _ids(_mask(m, index), index)
+        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
+        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
+    assert compiled._walk_buffers(index.trie).pos[2] > 0, "no set grew past LINEAR_DEDUP: the test misses the table"
 
 
 def test_overlapping_terminals_with_ignore_stay_tractable(real_vocab):
