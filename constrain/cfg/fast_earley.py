@@ -28,6 +28,7 @@ import numpy as np
 from constrain.cfg._tables import KIND_END, KIND_NT, KIND_T, components, item_tables
 from constrain.cfg.ir import CFG
 from constrain.errors import GrammarError
+from constrain.regex.automaton import sort_small
 
 NO_CONTEXT = -1
 UNKNOWN = -2
@@ -239,19 +240,9 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     tid, _ = _find_or_add_bits(tset_bits, tset_hash, tset_slots, counters, N_TSET, tbits)
     if tid < 0:
         return NEED_GROW
-    # the context itself, its kernel sorted (most kernels are short: sorted in place, as np.sort
-    # allocates per call)
-    if n_k <= 32:
-        for j in range(1, n_k):
-            v = kbuf[j]
-            q = j - 1
-            while q >= 0 and kbuf[q] > v:
-                kbuf[q + 1] = kbuf[q]
-                q -= 1
-            kbuf[q + 1] = v
-        ks = kbuf
-    else:
-        ks = np.sort(kbuf[:n_k])
+    # the context itself, its kernel sorted in place (np.sort allocated per call; kernels are short)
+    sort_small(kbuf, n_k)
+    ks = kbuf
     h = np.int64(14695981039346656037 - (1 << 64))
     for j in range(n_k):
         h = _mix(h, ks[j])

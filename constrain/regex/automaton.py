@@ -355,7 +355,7 @@ def _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, final):  # pragma: no
 
 
 @numba.njit(cache=True, inline="always")
-def _sort_small(a, m):  # pragma: no cover - numba
+def sort_small(a, m):  # pragma: no cover - numba
     """Sort ``a[:m]`` in place: insertion sort for the few members of most subsets."""
     if m > 48:
         a[:m] = np.sort(a[:m])
@@ -556,7 +556,7 @@ def _subset_row(q, n, n_t, cur_ustamp, e_ptr, e_lo, e_hi, e_dst, final, n_classe
             if n_src == 1:
                 single[buf[0]] = -2  # its closure holds no kept state
             continue
-        _sort_small(ubuf, m)
+        sort_small(ubuf, m)
         found, new = find_or_put(ubuf, m, set_ptr, sets, hashes, slots, n, max_states)
         if found < 0:
             return -1, n_t, cur_ustamp
