@@ -518,15 +518,14 @@ def test_big_configuration_sets_give_brute_force_masks():
     string of "x" and "y": masks over every token of up to 6 bytes equal brute
     force (``compiled.step``, the Python path) from states of up to 8 parses (up to 233 inside a
     token), and the table was used. A dropped or merged configuration would lose its closing strings."""
-    pieces = []
-    for n in range(1, 7):
-        pieces += [bytes(p) for p in itertools.product(b"axy", repeat=n) if bytes(p) not in pieces]
+    pieces = [bytes(p) for n in range(1, 7) for p in itertools.product(b"axy", repeat=n)]
     index = _tiny_index(pieces)
     compiled = CFGCompiledGrammar(Grammar.from_lark(AMBIGUOUS)._ast, index, description="ambiguous")
     for prefix in [b"", b"a", b"aaa", b"aaaaa", b"aaaax"]:
-        state = compiled.step_bytes(compiled.start_config, prefix) if prefix else compiled.start_config
         m = compiled.matcher()
-        m._states[-1] = state
+        if prefix:
+            m.advance(pieces.index(prefix))  # (every prefix is one token)
+        state = m._states[-1]
         mask = _ids(_mask(m, index), index)
         expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
         assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])

@@ -143,8 +143,8 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen):  # pragma: no cover - numba
-    """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns 0 when done, 1 when
-    Python must act first (``need``: grow the parser store, build a lexer; then call again: the
+    """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
+    0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
     configurations. New parser edges are computed inline (``fast_earley.advance``).
 

@@ -242,10 +242,9 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
         return NEED_GROW
     # the context itself, its kernel sorted in place (np.sort allocated per call; kernels are short)
     sort_small(kbuf, n_k)
-    ks = kbuf
     h = np.int64(14695981039346656037 - (1 << 64))
     for j in range(n_k):
-        h = _mix(h, ks[j])
+        h = _mix(h, kbuf[j])
     h = _mix(h, np.int64(pid2) * 2 + (1 if acc else 0))
     cmask = ctx_slots.shape[0] - 1
     s = _slot_of(h, cmask)
@@ -257,7 +256,7 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
             same = True
             base = ctx_klo[j]
             for q in range(n_k):
-                if ((np.int64(k_item[base + q]) << 32) | np.int64(k_orig[base + q])) != ks[q]:
+                if ((np.int64(k_item[base + q]) << 32) | np.int64(k_orig[base + q])) != kbuf[q]:
                     same = False
                     break
             if same:
@@ -268,8 +267,8 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     if nk_total + n_k > k_item.shape[0]:
         return NEED_GROW
     for q in range(n_k):
-        k_item[nk_total + q] = np.int32(ks[q] >> 32)
-        k_orig[nk_total + q] = np.int32(ks[q] & 0xFFFFFFFF)
+        k_item[nk_total + q] = np.int32(kbuf[q] >> 32)
+        k_orig[nk_total + q] = np.int32(kbuf[q] & 0xFFFFFFFF)
     new = n_ctx
     ctx_klo[new] = nk_total
     ctx_khi[new] = nk_total + n_k
