@@ -35,6 +35,13 @@ def warmup() -> float:
             m.allowed_token_ids()
             m.advance(token)
         m.allowed_token_ids()
+    # a string body's mask from its loop frontier (``engine._loop_frontier``, ``_frontier_mask``)
+    quoted = TokenizerIndex.from_token_bytes([b'"', b"a", b"ab", b'a"', None], eos_token_ids=[4])
+    g_str = compile_grammar(Grammar.from_lark('start: /"[ab]*"/\n'), quoted, cache=False)
+    g_str.frontier_min_saved = g_str.frontier_saved_per_root = 0
+    m = g_str.matcher()
+    m.advance(0)
+    m.allowed_token_ids()
     # a walk's stores set again after they grew (``engine._walk_args``)
     from constrain.cfg.walk_args import set_tables
 

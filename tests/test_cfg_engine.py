@@ -33,6 +33,7 @@ from constrain.errors import EmptyAllowedSetError, TokenNotAllowedError
 from test_cfg_frontends import GBNF_KEYS, LARK_KEYS, _gbnf_source, _lark_source, _mutate, _seed, lark_accepts
 from test_regex_real_tokenizers import _random_segmentation
 from tokenizer_index import TokenizerIndex
+from tokenizer_index.trie import trie_nodes
 
 VOCABS = ["smollm2", "llama3"]
 KEYS = LARK_KEYS + GBNF_KEYS
@@ -409,6 +410,82 @@ def test_utf8_loops_change_no_mask(real_vocab, vocab):
     budget = lx._loops[:n, 2]
     bounded = (budget != 0) & (budget != np.uint64(2**64 - 1))
     assert (marked & bounded).any(), "no depth-bounded loop got the UTF-8 mark (a chunked string's positions)"
+
+
+_FRONTIER_SCHEMA = {"type": "object", "properties": {
+    "free": {"type": "string"}, "long": {"type": "string", "maxLength": 300},
+    "latin": {"type": "string", "pattern": "^[a-zé ]*$"}, "tags": {"type": "array", "items": {"type": "string"}}}}
+
+
+def _frontier_pair(grammar, index):
+    """The same grammar compiled twice: masks of loop states from their loop frontier (wherever
+    it saves anything at all), and not."""
+    fast = constrain.compile(grammar, index, cache=False)
+    fast.frontier_min_saved = fast.frontier_saved_per_root = 0
+    slow = constrain.compile(grammar, index, cache=False)
+    slow.loop_frontiers = False
+    return fast, slow
+
+
+def _count_frontier_walks(monkeypatch) -> list[int]:
+    """Counts the masks that a loop frontier gave (the path under test)."""
+    used = [0]
+    real = CFGCompiledGrammar._frontier_walk
+
+    def counting(self, *args):
+        done = real(self, *args)
+        used[0] += done
+        return done
+
+    monkeypatch.setattr(CFGCompiledGrammar, "_frontier_walk", counting)
+    return used
+
+
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_loop_frontiers_change_no_mask(real_vocab, vocab, monkeypatch):
+    """A one-configuration mask of a state that loops into its own class (a string body, free or
+    counted far from its bound) is the part its loop and dead bytes decide, shared per vocabulary,
+    plus a walk below the frontier nodes where a token leaves the loop (``_loop_frontier``). Masks
+    equal those of the full walk along JSON documents with non-ASCII text, escapes and string items,
+    and along llama.cpp's json.gbnf; the frontier path is taken."""
+    tok, index = real_vocab(vocab)
+    used = _count_frontier_walks(monkeypatch)
+    mixed = 'Grüße, naïve café — 日本語のテキスト, emoji 😀🎉, Ελληνικά \\ \\n \\" q'
+    docs = [{"free": mixed, "long": (mixed * 5)[:290], "latin": "été é", "tags": ["a", mixed, ""]},
+            {"free": "", "long": "abc", "tags": ["x" * 40, 'say "hi"']}]
+    fast, slow = _frontier_pair(Grammar.from_json_schema(_FRONTIER_SCHEMA, whitespace="flexible"), index)
+    _same_masks_along(index, fast, slow, [json.dumps(d, ensure_ascii=False) for d in docs], tok)
+    gbnf_fast, gbnf_slow = _frontier_pair(Grammar.from_gbnf(_source("json.gbnf")[0]), index)
+    _same_masks_along(index, gbnf_fast, gbnf_slow, [json.dumps(docs[0], ensure_ascii=False, indent=1)], tok)
+    assert used[0] >= 4, "the loop frontier path was not taken"
+
+
+def test_loop_frontiers_give_brute_force_masks_on_broken_utf8(monkeypatch):
+    """Tokens that end inside a character, break one (a bad continuation byte, a surrogate, an
+    overlong form, past U+10FFFF) or start with a continuation byte: the loop frontier goes through
+    whole characters only and leaves every other byte to the real walk, from the state inside the
+    character. Masks inside strings equal brute force (``compiled.step``) over the whole vocabulary."""
+    odd = ["\xc3", "\xe6\x97", "\xf0\x9f\x98", "\xe0a", "\xc3\xc3", "\xed\xa0\x80", "\xe0\x80\x80",
+           "\xf4\x90\x80\x80", "\xc3\xa9\x80", "a\xe6\x97x", "\xc3(", "\x80", "\xff", "\xc0\x80",
+           "\xe6\x97\xa5\xe6", "\xf0\x9f\x98\x80\"", "\xe6\x97\"", "\xed\x9f\xbf", "\xee\x80\x80"]
+    words = ["é", "日本", "😀", "ab", "a\"", "é\",", "日\\n", "x\"}", "\\u00e9", "\"]", "\\", "\\\""]
+    pieces = sorted({bytes([b]) for b in range(256)} | {w.encode("latin-1") for w in odd}
+                    | {w.encode() for w in words})
+    index = _tiny_index(pieces)
+    used = _count_frontier_walks(monkeypatch)
+    compiled = constrain.compile(Grammar.from_json_schema(_FRONTIER_SCHEMA), index, cache=False)
+    compiled.frontier_min_saved = compiled.frontier_saved_per_root = 0  # (a vocabulary this small saves few nodes)
+    for prefix in ['{"free":"', '{"free":"é日', '{"long":"ab', '{"latin":"é', '{"tags":["x', '{"free":"\\n']:
+        m = compiled.matcher()
+        for b in prefix.encode():
+            m.advance(pieces.index(bytes([b])))
+        state = m._states[-1]
+        mask = _ids(_mask(m, index), index)
+        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
+        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
+    assert used[0] >= 4, "the loop frontier path was not taken"
+    frontiers = trie_nodes(index.trie).__dict__["_loop_frontiers"].values()
+    assert any((prefix != 0).any() for _, _, prefix, _ in frontiers), "no frontier root below a begun character"
 
 
 def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):

@@ -27,7 +27,7 @@ import numpy as np
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
-from constrain.cfg.lexer import (FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
+from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
                                  LexerBlocks, ensure_expanded)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
@@ -35,7 +35,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import id_words, trie_nodes, walk_byte_sets
+from tokenizer_index.trie import UTF8_MARK, id_words, trie_nodes, walk_byte_sets
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -43,6 +43,10 @@ NEED_LEXER_ROOM = -6  # walk status: expanding a lexer state needs a bigger stor
 LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 SHARED_WALK_CONFIGS = 2  # ... when it carried at most this many configurations (more: identifier-dense, stays combined)
+LOOP_STATE = 3  # ``_combined_mask`` status: the one configuration's state may have a loop frontier
+RETRY = 4  # ``_combined_mask`` status: serve ``need``, then call again with the same arguments
+FRONTIER_MIN_SAVED = 2048  # a loop frontier that saves a walk fewer trie nodes than this is not used,
+FRONTIER_SAVED_PER_ROOT = 16  # ... nor one with more roots than 1/16 of that (each root is a general-step walk)
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
@@ -328,13 +332,31 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 
 @numba.njit(cache=True, nogil=True)
-def _combined_mask(a, words, n_configs, accepting):  # pragma: no cover - numba
+def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no cover - numba
     """A combined-walk mask in one call, its arrays read from one ``WalkArgs`` (see ``walk_args``):
     ``_walk_cfg`` from the ``n_configs`` configurations at depth 0 of ``a.cfg_c``/``a.cfg_g``
     (0: resume a paused walk), then ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
     only allowed token or -1]; ``accepting`` says whether configurations walked elsewhere (the
-    split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0)."""
+    split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0).
+
+    With ``loop_states``, one configuration whose lexer state may have a loop frontier (it loops
+    into its own class on ASCII bytes, unbounded, and ends no terminal) is not walked: status
+    ``LOOP_STATE`` hands it to the frontier walk (``CFGCompiledGrammar._frontier``); ``RETRY``:
+    expanding the state needs a bigger lexer store first (``a.need``), then call again as before."""
     done = a.done
+    lx = a.lx  # (read once: each read of the tuple field costs a reference count per array)
+    if n_configs == 1 and loop_states:
+        g = a.cfg_g[0, 0]
+        if not lx[LX_EXPANDED][g]:
+            status = ensure_expanded(lx, g)
+            if status != READY:
+                a.need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
+                return RETRY
+        loops = lx[LX_LOOPS]
+        acc_ptr = lx[LX_ACC_PTR]
+        if (loops[g, 2] == ANY_DEPTH and (loops[g, 0] | loops[g, 1]) != 0
+                and acc_ptr[g + 1] == acc_ptr[g]):
+            return LOOP_STATE
     if n_configs > 0:
         a.cnt[0] = n_configs
         a.pos[0] = 0
@@ -347,8 +369,31 @@ def _combined_mask(a, words, n_configs, accepting):  # pragma: no cover - numba
             if ctx_acc[c] and a.cfg_g[0, k] == ctx_start[c]:
                 accepting = True
         done[0] = accepting
-    status = _walk_cfg(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
+    status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
                        a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen)
+    if status == 0:
+        count, last = _finish_mask_with(a, done[0] != 0, words)
+        done[1] = count
+        done[2] = last
+    return status
+
+
+@numba.njit(cache=True, nogil=True)
+def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  # pragma: no cover - numba
+    """A loop state's mask in one call (see ``loop_frontier``): the tokens its loop decides
+    (``inside``, token-id words), ``_walk_subtrees`` below the frontier ``roots``, then
+    ``_finish_mask``. ``start``: False resumes a paused walk. Returns the walk's status, with
+    ``a.done`` as ``_combined_mask`` sets it."""
+    done = a.done
+    if start:
+        words[:] = inside
+        a.ordered[:] = 0
+        a.pos[0] = 0
+        a.pos[1] = -1
+        done[0] = accepting
+    status = _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
+                            root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
+                            a.seen)
     if status == 0:
         count, last = _finish_mask_with(a, done[0] != 0, words)
         done[1] = count
@@ -638,6 +683,120 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     return 0
 
 
+@numba.njit(cache=True, nogil=True)
+def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, max_depth, ordered,
+                   roots, root_prefix):  # pragma: no cover - numba
+    """The part of a mask walk that depends on a state's loop and dead bytes only.
+
+    From a state ``g`` that loops on ``loops`` into its own mask class (unbounded) and dies on
+    ``dead``, every string of loop bytes leads to a state that agrees with ``g`` on every string
+    short enough to finish a token (classes agree up to the longest token). So walking the trie
+    as if the state stayed ``g`` along loop bytes gives the exact mask, and that part of the walk
+    is the same for every state with these byte sets. Where the loop bits hold ``UTF8_MARK``
+    (every UTF-8 character keeps the class, through live states) the walk also goes through
+    whole characters: a token ending inside one is alive, a byte that breaks one is left to the
+    real walk. Sets in ``ordered`` the tokens allowed on the way (spelled by loop bytes and
+    characters, subtrees the loop covers) and lists the *roots*, the nodes whose byte leaves the
+    loop without dying, below which the real walk must step; ``root_prefix`` packs the bytes of
+    a character begun above a root (low byte first, and their count in bits 24-31), 0 when the
+    state above the root is ``g`` itself. Returns (the roots' count, the nodes a walk from ``g``
+    would visit outside the roots' subtrees: what the frontier saves it)."""
+    mark = (loops[3] >> np.uint64(UTF8_MARK - 192)) & np.uint64(1)
+    due = np.zeros(max_depth + 2, dtype=np.int32)  # continuation bytes still due below depth d
+    lo = np.zeros(max_depth + 2, dtype=np.int32)  # the next continuation byte's range
+    hi = np.zeros(max_depth + 2, dtype=np.int32)
+    path = np.zeros(max_depth + 2, dtype=np.int32)  # the byte at each depth
+    char_start = np.zeros(max_depth + 2, dtype=np.int32)  # depth where the open character began
+    n = byte.shape[0]
+    n_roots = 0
+    saved = 0
+    i = 0
+    while i < n:
+        b = np.int32(byte[i])
+        d = depth[i]
+        path[d] = b
+        saved += 1
+        if due[d] > 0:  # inside a character
+            if lo[d] <= b <= hi[d]:
+                k = sub_start[i]
+                if token[i] >= 0:  # a token ending inside a character: alive (live states)
+                    ordered[k >> 5] |= np.uint32(1) << np.uint32(k & 31)
+                due[d + 1] = due[d] - 1
+                lo[d + 1] = 0x80
+                hi[d + 1] = 0xBF
+                char_start[d + 1] = char_start[d]
+                i += 1
+                continue
+            packed = 0
+            for j in range(char_start[d], d):
+                packed |= path[j] << (8 * (j - char_start[d]))
+            roots[n_roots] = i
+            root_prefix[n_roots] = packed | ((d - char_start[d]) << 24)
+            n_roots += 1
+            i = skip[i]
+            continue
+        if (dead[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
+            i = skip[i]
+            continue
+        if ((sub_bytes[i, 0] & ~loops[0]) == 0 and (sub_bytes[i, 1] & ~loops[1]) == 0
+                and (sub_bytes[i, 2] & ~loops[2]) == 0 and (sub_bytes[i, 3] & ~loops[3]) == 0):
+            _set_run(ordered, sub_start[i], sub_start[skip[i]])
+            i = skip[i]
+            continue
+        width = 0
+        if b < 128:
+            if (loops[b >> 6] >> np.uint64(b & 63)) & np.uint64(1):
+                width = 1
+        elif mark and 0xC2 <= b <= 0xF4:
+            width = 2 if b < 0xE0 else (3 if b < 0xF0 else 4)
+        if width == 0:
+            roots[n_roots] = i
+            root_prefix[n_roots] = 0
+            n_roots += 1
+            i = skip[i]
+            continue
+        if token[i] >= 0:  # (a node's own token is the first of its subtree in byte order)
+            k = sub_start[i]
+            ordered[k >> 5] |= np.uint32(1) << np.uint32(k & 31)
+        due[d + 1] = width - 1
+        lo[d + 1] = 0xA0 if b == 0xE0 else (0x90 if b == 0xF0 else 0x80)
+        hi[d + 1] = 0x9F if b == 0xED else (0x8F if b == 0xF4 else 0xBF)
+        char_start[d + 1] = d
+        i += 1
+    return n_roots, saved - n_roots
+
+
+_FRONTIERS_LOCK = threading.Lock()
+_MISSING = object()
+
+
+def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int) -> tuple:
+    """(token-id words allowed inside the loop, frontier roots, their character prefixes, trie nodes
+    a walk saves) for a state's loop bits and dead
+    bytes (``_loop_frontier``), kept on the trie's nodes: every grammar over this vocabulary whose
+    state has the same byte sets (every JSON string body of a kind) shares them."""
+    kept = nodes.__dict__.get("_loop_frontiers")
+    if kept is None:
+        with _FRONTIERS_LOCK:
+            kept = nodes.__dict__.get("_loop_frontiers")
+            if kept is None:
+                kept = {}
+                object.__setattr__(nodes, "_loop_frontiers", kept)
+    key = loops.tobytes() + dead.tobytes()
+    hit = kept.get(key)
+    if hit is None:
+        ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
+        roots = np.empty(len(nodes.byte), dtype=np.int32)
+        prefix = np.empty(len(nodes.byte), dtype=np.int32)
+        n, saved = _loop_frontier(np.ascontiguousarray(loops), np.ascontiguousarray(dead), nodes.byte, nodes.depth,
+                                  nodes.skip, nodes.token, walk_byte_sets(nodes), nodes.token_start, trie.max_len,
+                                  ordered, roots, prefix)
+        words = np.zeros(n_words, dtype=np.uint32)
+        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words)
+        hit = kept[key] = (words, roots[:n].copy(), prefix[:n].copy(), saved)
+    return hit
+
+
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
@@ -683,6 +842,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         # a class whose combined walk visited more trie nodes than this takes the split walk from
         # then on (its lexer part is then shared by every context); negative: always the split walk
         self.shared_walk_nodes = SHARED_WALK_NODES
+        self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
+        self.frontier_min_saved = FRONTIER_MIN_SAVED  # (both 0: every loop frontier is used)
+        self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
+        self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
         self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
         self._first_ids: dict[bytes, int] = {}
         self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
@@ -876,6 +1039,54 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._shared.update(int(classes[g]) for _, g in dense)
         return words, int(buffers.done[1]), int(buffers.done[2])
 
+    def _frontier(self, g: int):
+        """(tokens decided inside the loop, frontier roots, the lexer state above each) of a state
+        ``g`` that ``_combined_mask`` found to loop into its own class on ASCII bytes (unbounded)
+        and to end no terminal, kept per state; None when the frontier saves a walk fewer than
+        ``frontier_min_saved`` trie nodes or fewer than ``frontier_saved_per_root`` a root (its
+        fixed cost, or the general steps below its many roots, are then not repaid: most states on
+        SmolLM2's 49k vocabulary, few on Llama 3's 128k)."""
+        hit = self._frontiers.get(g, _MISSING)
+        if hit is not _MISSING:
+            return hit
+        lexers = self.lexers
+        dead = np.packbits(lexers._trans[g] < 0, bitorder="little").view(np.uint64)
+        inside, roots, prefix, saved = loop_frontier(trie_nodes(self.index.trie), self.index.trie, lexers._loops[g],
+                                                     dead, bitmask_words(self.index.vocab_size))
+        hit = None
+        if saved >= self.frontier_min_saved and saved >= self.frontier_saved_per_root * len(roots):
+            root_g = np.full(len(roots), g, dtype=np.int32)
+            for k in np.flatnonzero(prefix).tolist():  # below a character begun above the root
+                packed, state = int(prefix[k]), g
+                for j in range(packed >> 24):
+                    state = lexers.step(state, (packed >> (8 * j)) & 0xFF)
+                root_g[k] = state
+            hit = (inside, roots, root_g)
+        self._frontiers[g] = hit
+        return hit
+
+    def _frontier_walk(self, c: int, g: int, words: np.ndarray, buffers: "_WalkBuffers") -> bool:
+        """The mask of one configuration whose lexer state has a loop frontier (``_frontier``: a
+        string body, free or counted far from its bound) into ``words`` (count and single token in
+        ``buffers.done``), walking only the subtrees below the frontier, from the state above each
+        (``_frontier_mask``). False when the state has none."""
+        got = self._frontier(g)
+        if got is None:
+            return False
+        inside, roots, root_g = got
+        root_c = np.full(len(roots), c, dtype=np.int32)
+        start = True
+        while True:
+            status = _frontier_mask(self._walk_args(), words, inside, roots, root_c, root_g,
+                                    self._accepting_config(c, g), start)
+            start = False
+            if status == 0:
+                return True
+            if status == 2:
+                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
+                                   "the grammar is too ambiguous")
+            self._serve(buffers.need)
+
     def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
         """(roots, their contexts, their lexer states) where tokens cross a boundary of config
         ``(c, state of class cls)``, or None when there are too many (use the combined walk)."""
@@ -961,14 +1172,30 @@ class CFGCompiledGrammar(CompiledGrammar):
         """One walk of the whole trie carrying the configuration set, and the rest of the mask
         (``_combined_mask``): ``words`` completed, the allowed count and single token in
         ``buffers.done``; ``accepting``: whether other configurations of the set accept. Returns
-        the number of trie nodes it visited."""
+        the number of trie nodes it visited (0 when one loop state's frontier walk gave the mask:
+        ``_frontier_walk``)."""
         cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
         for k, (c, g) in enumerate(configs):
             cfg_c[0, k] = c
             cfg_g[0, k] = g
         n_configs = len(configs)
+        loop_states = self.loop_frontiers and n_configs == 1
+        if loop_states:
+            known = self._frontiers.get(configs[0][1], _MISSING)
+            if known is not _MISSING:
+                if known is not None and self._frontier_walk(*configs[0], words, buffers):
+                    return 0
+                loop_states = False
         while True:
-            status = _combined_mask(self._walk_args(), words, n_configs, accepting)
+            status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states)
+            if status == LOOP_STATE:
+                if self._frontier_walk(*configs[0], words, buffers):
+                    return 0
+                loop_states = False
+                continue
+            if status == RETRY:
+                self._serve(buffers.need)
+                continue
             n_configs = 0  # (a resumed walk)
             if status == 0:
                 return int(buffers.pos[1])
