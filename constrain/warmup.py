@@ -38,7 +38,7 @@ def warmup() -> float:
     # a string body's mask from its loop frontier (``engine._loop_frontier``, ``_frontier_mask``)
     quoted = TokenizerIndex.from_token_bytes([b'"', b"a", b"ab", b'a"', None], eos_token_ids=[4])
     g_str = compile_grammar(Grammar.from_lark('start: /"[ab]*"/\n'), quoted, cache=False)
-    g_str.frontier_min_saved = g_str.frontier_saved_per_root = 0
+    g_str.use_every_frontier()
     m = g_str.matcher()
     m.advance(0)
     m.allowed_token_ids()

@@ -421,7 +421,7 @@ def _frontier_pair(grammar, index):
     """The same grammar compiled twice: masks of loop states from their loop frontier (wherever
     it saves anything at all), and not."""
     fast = constrain.compile(grammar, index, cache=False)
-    fast.frontier_min_saved = fast.frontier_saved_per_root = 0
+    fast.use_every_frontier()
     slow = constrain.compile(grammar, index, cache=False)
     slow.loop_frontiers = False
     return fast, slow
@@ -474,7 +474,7 @@ def test_loop_frontiers_give_brute_force_masks_on_broken_utf8(monkeypatch):
     index = _tiny_index(pieces)
     used = _count_frontier_walks(monkeypatch)
     compiled = constrain.compile(Grammar.from_json_schema(_FRONTIER_SCHEMA), index, cache=False)
-    compiled.frontier_min_saved = compiled.frontier_saved_per_root = 0  # (a vocabulary this small saves few nodes)
+    compiled.use_every_frontier()  # (a vocabulary this small saves few nodes)
     for prefix in ['{"free":"', '{"free":"é日', '{"long":"ab', '{"latin":"é', '{"tags":["x', '{"free":"\\n']:
         m = compiled.matcher()
         for b in prefix.encode():

@@ -843,7 +843,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         # then on (its lexer part is then shared by every context); negative: always the split walk
         self.shared_walk_nodes = SHARED_WALK_NODES
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
-        self.frontier_min_saved = FRONTIER_MIN_SAVED  # (both 0: every loop frontier is used)
+        self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
         self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
         self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
@@ -1038,6 +1038,11 @@ class CFGCompiledGrammar(CompiledGrammar):
         if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
             self._shared.update(int(classes[g]) for _, g in dense)
         return words, int(buffers.done[1]), int(buffers.done[2])
+
+    def use_every_frontier(self) -> None:
+        """Take a loop frontier wherever one exists, paying or not (tests and the warm-up: tiny
+        vocabularies save few nodes)."""
+        self.frontier_min_saved = self.frontier_saved_per_root = 0
 
     def _frontier(self, g: int):
         """(tokens decided inside the loop, frontier roots, the lexer state above each) of a state
