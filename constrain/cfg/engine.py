@@ -27,8 +27,8 @@ import numpy as np
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
-from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM, READY,
-                                 LexerBlocks, ensure_expanded)
+from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM,
+                                 READY, LexerBlocks, ensure_expanded)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
@@ -772,9 +772,9 @@ _MISSING = object()
 
 def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int) -> tuple:
     """(token-id words allowed inside the loop, frontier roots, their character prefixes, trie nodes
-    a walk saves) for a state's loop bits and dead
-    bytes (``_loop_frontier``), kept on the trie's nodes: every grammar over this vocabulary whose
-    state has the same byte sets (every JSON string body of a kind) shares them."""
+    a walk saves) for a state's loop bits and dead bytes (``_loop_frontier``), kept on the trie's
+    nodes: every grammar over this vocabulary whose state has the same byte sets (every JSON
+    string body of a kind) shares them."""
     kept = nodes.__dict__.get("_loop_frontiers")
     if kept is None:
         with _FRONTIERS_LOCK:
