@@ -488,6 +488,37 @@ def test_loop_frontiers_give_brute_force_masks_on_broken_utf8(monkeypatch):
     assert any((prefix != 0).any() for _, _, prefix, _ in frontiers), "no frontier root below a begun character"
 
 
+def test_kept_loop_frontiers_are_bounded_and_recomputed_alike(monkeypatch):
+    """A vocabulary keeps at most ``MAX_KEPT_FRONTIERS`` loop frontiers (the oldest dropped first: a
+    long-lived process meets many string languages), and one dropped and asked for again is the
+    same: the tokens spelled by the loop's bytes, and a root where a token leaves the loop."""
+    import constrain.cfg.engine as engine
+    from constrain.bitmask import bitmask_words
+
+    monkeypatch.setattr(engine, "MAX_KEPT_FRONTIERS", 2)
+    pieces = [b"a", b"aa", b"ab", b"b", b"ba", b"c"]
+    index = _tiny_index(pieces)
+    nodes = trie_nodes(index.trie)
+    n_words = bitmask_words(index.vocab_size)
+
+    def frontier(loop_bytes: bytes):
+        loops = np.zeros(4, dtype=np.uint64)
+        loops[2] = ~np.uint64(0)  # (an unbounded loop: no depth budget)
+        for b in loop_bytes:
+            loops[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+        dead = np.zeros(4, dtype=np.uint64)
+        dead[ord("c") >> 6] |= np.uint64(1) << np.uint64(ord("c") & 63)
+        return engine.loop_frontier(nodes, index.trie, loops, dead, n_words)
+
+    first = frontier(b"a")
+    assert _ids(first[0].view(np.int32), index) == {pieces.index(b"a"), pieces.index(b"aa")}
+    assert [int(nodes.byte[r]) for r in first[1]] == [ord("b"), ord("b")]  # below "a" and at the top
+    for loop_bytes in (b"b", b"ab", b"a"):
+        again = frontier(loop_bytes)
+        assert len(nodes.__dict__["_loop_frontiers"]) <= 2
+    assert (again[0] == first[0]).all() and (again[1] == first[1]).all()
+
+
 def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
     """A member key (its quotes and characters' spellings, then ``ws : ws`` and maybe a number)
     is laid out as links of static pieces, not built as a DFA of its own: the masks equal those

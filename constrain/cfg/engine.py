@@ -768,13 +768,15 @@ def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, 
 
 _FRONTIERS_LOCK = threading.Lock()
 _MISSING = object()
+MAX_KEPT_FRONTIERS = 256  # loop frontiers kept per vocabulary
 
 
 def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int) -> tuple:
     """(token-id words allowed inside the loop, frontier roots, their character prefixes, trie nodes
     a walk saves) for a state's loop bits and dead bytes (``_loop_frontier``), kept on the trie's
     nodes: every grammar over this vocabulary whose state has the same byte sets (every JSON
-    string body of a kind) shares them."""
+    string body of a kind) shares them. At most ``MAX_KEPT_FRONTIERS`` are kept (~16 KB each on a
+    128k vocabulary), the oldest dropped first."""
     kept = nodes.__dict__.get("_loop_frontiers")
     if kept is None:
         with _FRONTIERS_LOCK:
@@ -785,6 +787,8 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
     key = loops.tobytes() + dead.tobytes()
     hit = kept.get(key)
     if hit is None:
+        while len(kept) >= MAX_KEPT_FRONTIERS:  # (a long-lived process meets many string languages)
+            kept.pop(next(iter(kept)), None)
         ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
         roots = np.empty(len(nodes.byte), dtype=np.int32)
         prefix = np.empty(len(nodes.byte), dtype=np.int32)
