@@ -35,7 +35,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import UTF8_MARK, id_words, trie_nodes, walk_byte_sets
+from tokenizer_index.trie import UTF8_MARK, _kept, id_words, trie_nodes, walk_byte_sets
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -372,10 +372,17 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
                        a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen)
     if status == 0:
-        count, last = _finish_mask_with(a, done[0] != 0, words)
-        done[1] = count
-        done[2] = last
+        _finish_into_done(a, words)
     return status
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_into_done(a, words):  # pragma: no cover - numba
+    """``_finish_mask`` after a finished walk, its count and single token written to ``a.done``
+    (whose first entry says whether the configuration set accepts)."""
+    count, last = _finish_mask_with(a, a.done[0] != 0, words)
+    a.done[1] = count
+    a.done[2] = last
 
 
 @numba.njit(cache=True, nogil=True)
@@ -384,20 +391,17 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
     (``inside``, token-id words), ``_walk_subtrees`` below the frontier ``roots``, then
     ``_finish_mask``. ``start``: False resumes a paused walk. Returns the walk's status, with
     ``a.done`` as ``_combined_mask`` sets it."""
-    done = a.done
     if start:
         words[:] = inside
         a.ordered[:] = 0
         a.pos[0] = 0
         a.pos[1] = -1
-        done[0] = accepting
+        a.done[0] = accepting
     status = _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
                             root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
                             a.seen)
     if status == 0:
-        count, last = _finish_mask_with(a, done[0] != 0, words)
-        done[1] = count
-        done[2] = last
+        _finish_into_done(a, words)
     return status
 
 
@@ -766,7 +770,6 @@ def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, 
     return n_roots, saved - n_roots
 
 
-_FRONTIERS_LOCK = threading.Lock()
 _MISSING = object()
 MAX_KEPT_FRONTIERS = 256  # loop frontiers kept per vocabulary
 
@@ -777,13 +780,7 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
     nodes: every grammar over this vocabulary whose state has the same byte sets (every JSON
     string body of a kind) shares them. At most ``MAX_KEPT_FRONTIERS`` are kept (~16 KB each on a
     128k vocabulary), the oldest dropped first."""
-    kept = nodes.__dict__.get("_loop_frontiers")
-    if kept is None:
-        with _FRONTIERS_LOCK:
-            kept = nodes.__dict__.get("_loop_frontiers")
-            if kept is None:
-                kept = {}
-                object.__setattr__(nodes, "_loop_frontiers", kept)
+    kept = _kept(nodes, "_loop_frontiers", lambda _: {})
     key = loops.tobytes() + dead.tobytes()
     hit = kept.get(key)
     if hit is None:
@@ -1074,15 +1071,12 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._frontiers[g] = hit
         return hit
 
-    def _frontier_walk(self, c: int, g: int, words: np.ndarray, buffers: "_WalkBuffers") -> bool:
-        """The mask of one configuration whose lexer state has a loop frontier (``_frontier``: a
+    def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, buffers: "_WalkBuffers") -> None:
+        """The mask of one configuration whose lexer state has a loop ``frontier`` (``_frontier``: a
         string body, free or counted far from its bound) into ``words`` (count and single token in
         ``buffers.done``), walking only the subtrees below the frontier, from the state above each
-        (``_frontier_mask``). False when the state has none."""
-        got = self._frontier(g)
-        if got is None:
-            return False
-        inside, roots, root_g = got
+        (``_frontier_mask``)."""
+        inside, roots, root_g = frontier
         root_c = np.full(len(roots), c, dtype=np.int32)
         start = True
         while True:
@@ -1090,10 +1084,9 @@ class CFGCompiledGrammar(CompiledGrammar):
                                     self._accepting_config(c, g), start)
             start = False
             if status == 0:
-                return True
+                return
             if status == 2:
-                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
-                                   "the grammar is too ambiguous")
+                raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
 
     def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
@@ -1165,9 +1158,13 @@ class CFGCompiledGrammar(CompiledGrammar):
                 _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
-                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
-                                   "the grammar is too ambiguous")
+                raise self._too_ambiguous_in_token()
             self._serve(need)
+
+    def _too_ambiguous_in_token(self) -> GrammarError:
+        """The error of a walk that found more than ``MAX_CONFIGS`` configurations at one depth."""
+        return GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
+                            "the grammar is too ambiguous")
 
     def _walk_buffers(self, trie) -> "_WalkBuffers":
         """The parser walks' working arrays, allocated once (the configuration stacks alone are
@@ -1188,17 +1185,20 @@ class CFGCompiledGrammar(CompiledGrammar):
             cfg_c[0, k] = c
             cfg_g[0, k] = g
         n_configs = len(configs)
-        loop_states = self.loop_frontiers and n_configs == 1
-        if loop_states:
-            known = self._frontiers.get(configs[0][1], _MISSING)
-            if known is not _MISSING:
-                if known is not None and self._frontier_walk(*configs[0], words, buffers):
-                    return 0
-                loop_states = False
+        loop_states = False  # (whether ``_combined_mask`` is to judge the one configuration's state)
+        if self.loop_frontiers and n_configs == 1:
+            frontier = self._frontiers.get(configs[0][1], _MISSING)
+            if frontier is _MISSING:
+                loop_states = True
+            elif frontier is not None:
+                self._frontier_walk(*configs[0], frontier, words, buffers)
+                return 0
         while True:
             status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states)
             if status == LOOP_STATE:
-                if self._frontier_walk(*configs[0], words, buffers):
+                frontier = self._frontier(configs[0][1])
+                if frontier is not None:
+                    self._frontier_walk(*configs[0], frontier, words, buffers)
                     return 0
                 loop_states = False
                 continue
@@ -1209,8 +1209,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             if status == 0:
                 return int(buffers.pos[1])
             if status == 2:
-                raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses in one token; "
-                                   "the grammar is too ambiguous")
+                raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
 
     def _walk_args(self):
