@@ -2,8 +2,9 @@
 
 Two worker processes, each importing ``constrain`` from its own checkout (``PYTHONPATH``), take the
 same case in turn (the order alternates per round): a fresh compile, then one mask per token of
-the case's instance (the first-pass mean, as ``bench_cfg.py`` times it). Machine drift then lands
-on both sides alike; an A/A run of 6 rounds differed by up to ~4% on a case.
+the case's instance through a matcher's ``fill_bitmask`` (the first-pass mean, as ``bench_cfg.py``
+times it). Machine drift then lands on both sides alike; an A/A run of 6 rounds differed by up to
+~4% on a case.
 
     git worktree add /tmp/base <base commit>
     python benchmarks/ab_cfg.py /tmp/base . --tokenizer llama3 --rounds 8    # ~2 min
@@ -24,34 +25,34 @@ HERE = Path(__file__).resolve().parent
 
 
 def worker(key: str) -> None:
-    """Read case names from stdin; print each one's first-pass mask mean (us) on one line."""
+    """Read case names from stdin; print each one's first-pass mask mean (us) on one line: a cold
+    compile and a fresh matcher, ``fill_bitmask`` into a CPU bitmask per token, as ``bench_cfg.py``
+    times it (``_common.run_pass``)."""
     import constrain  # (from PYTHONPATH, before _common puts this checkout first on sys.path)
-    from tokenizer_index import TokenizerIndex
+    import torch
 
     sys.path.insert(0, str(HERE))
-    from _common import canonical_tokens, load_hf_tokenizer
+    from _common import Ours, canonical_tokens, load_hf_tokenizer
     from bench_cfg import CASES, case_source
-
-    from constrain import Grammar
-    from constrain.cfg.engine import CFGCompiledGrammar
 
     print(f"constrain from {constrain.__file__}", file=sys.stderr)
     tok = load_hf_tokenizer(key)
-    index = TokenizerIndex.from_hf(tok)
+    ours = Ours()
+    index = ours.prepare(tok, use_cache=True)
     constrain.warmup()
+    bm = torch.full((1, (len(tok) + 31) // 32), -1, dtype=torch.int32)
     print("ready", flush=True)
     for line in sys.stdin:
         case = line.strip()
         kind, text = case_source(case)
         ids = canonical_tokens(tok, CASES[case][2])
-        grammar = Grammar.from_gbnf(text) if kind == "gbnf" else Grammar.from_lark(text)
-        compiled = CFGCompiledGrammar(grammar._ast, index)
-        state, total = compiled.start_config, 0
+        m = ours.compile(index, kind, text).matcher()
+        total = 0
         for t in ids:
             t0 = time.perf_counter_ns()
-            compiled.mask_entry(state)
+            m.fill_bitmask(bm)
             total += time.perf_counter_ns() - t0
-            state = compiled.step(state, t)
+            m.advance(t)
         print(json.dumps(total / len(ids) / 1000), flush=True)
 
 

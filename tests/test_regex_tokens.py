@@ -212,6 +212,37 @@ def test_apply_bitmask_masks_exactly_the_disallowed_logits():
     assert torch.isinf(logits[1, VOCAB.vocab_size:]).all()
 
 
+def test_bitmask_rows_are_written_into_the_tensor_as_it_is_now():
+    """A CPU bitmask's numpy view is kept between masks (``matcher._cpu_rows``; torch then refuses
+    to resize its storage in place); a tensor given other storage, or another bitmask, gets the
+    row written into its current memory."""
+    compiled = constrain.compile(constrain.Grammar.from_regex("[ab]c"), VOCAB)
+    m = compiled.matcher()
+    expected = constrain.allocate_token_bitmask(1, VOCAB.vocab_size)
+    m.fill_bitmask(expected, 0)
+    after_a = constrain.allocate_token_bitmask(1, VOCAB.vocab_size)
+    probe = m.fork()
+    probe.advance(_id(b"a"))
+    probe.fill_bitmask(after_a, 0)
+    bitmask = constrain.allocate_token_bitmask(2, VOCAB.vocab_size)
+    m.fill_bitmask(bitmask, 1)
+    m.advance(_id(b"a"))
+    m.fill_bitmask(bitmask, 0)  # the kept view, another row
+    assert torch.equal(bitmask[1], expected[0]) and torch.equal(bitmask[0], after_a[0])
+    assert not torch.equal(expected[0], after_a[0])
+    other = constrain.allocate_token_bitmask(3, VOCAB.vocab_size)
+    bitmask.set_(other)  # same tensor object, other memory
+    m.fill_bitmask(bitmask, 2)
+    assert torch.equal(other[2], after_a[0]) and (other[:2] == -1).all()
+    array = np.full((2, bitmask.shape[1]), -1, dtype=np.int32)
+    m.fill_bitmask(array, 0)
+    assert np.array_equal(array[0], after_a[0].numpy()) and (array[1] == -1).all()
+
+
+def _id(piece: bytes) -> int:
+    return VOCAB.all_token_bytes.index(piece)
+
+
 def test_compile_cache_and_precompute():
     g = constrain.Grammar.from_regex("[0-9]{2}")
     a = constrain.compile(g, VOCAB)

@@ -798,6 +798,28 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
     return hit
 
 
+@numba.njit(cache=True)
+def _root_states(prefix, g):  # pragma: no cover - numba
+    """(int32 [roots] filled with ``g``, whether any root has a character prefix): one call, as
+    ``_dead_bytes``."""
+    out = np.full(prefix.shape[0], g, dtype=np.int32)
+    for k in range(prefix.shape[0]):
+        if prefix[k] != 0:
+            return out, True
+    return out, False
+
+
+@numba.njit(cache=True)
+def _dead_bytes(trans, g):  # pragma: no cover - numba
+    """uint64 [4]: bit b set where state ``g`` dies on byte b (one call: numpy's compare, packbits
+    and view cost ~11 us right after a walk has evicted the interpreter's caches)."""
+    out = np.zeros(4, dtype=np.uint64)
+    for b in range(256):
+        if trans[g, b] < 0:
+            out[b >> 6] |= np.uint64(1) << np.uint64(b & 63)
+    return out
+
+
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
@@ -857,6 +879,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._args = None  # the same and every table the walks read, as one numba object (``_walk_args``)
         self._args_tables: tuple = ()  # the (lexer store, parser store, parser scratch) ``_args`` holds
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
+        self._n_words = bitmask_words(index.vocab_size)
         walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
         if eager_terminals:
             self.lexers.build_components()
@@ -1001,9 +1024,11 @@ class CFGCompiledGrammar(CompiledGrammar):
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         trie = self.index.trie
-        nodes = trie_nodes(trie)
-        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        words = np.zeros(self._n_words, dtype=np.uint32)
         buffers = self._walk_buffers(trie)
+        if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
+            return words, *self._combined_mask_of(configs, buffers, words, False)
+        nodes = trie_nodes(trie)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
@@ -1035,10 +1060,17 @@ class CFGCompiledGrammar(CompiledGrammar):
             buffers.ordered[:] = 0  # (no subtree accepted whole)
             count, last = _finish_mask_with(self._walk_args(), split_accepting, words)
             return words, count, last
-        visited = self._combined_walk(dense, buffers, words, split_accepting)
+        return words, *self._combined_mask_of(dense, buffers, words, split_accepting)
+
+    def _combined_mask_of(self, dense, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> tuple[int, int]:
+        """``_combined_walk`` of configurations ``dense``: (allowed count, single token); a big walk
+        sends their classes to the split walk from then on (``shared_walk_nodes``)."""
+        visited = self._combined_walk(dense, buffers, words, accepting)
         if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
+            classes = self.lexers.mask_class
             self._shared.update(int(classes[g]) for _, g in dense)
-        return words, int(buffers.done[1]), int(buffers.done[2])
+        done = buffers.done
+        return int(done[1]), int(done[2])
 
     def use_every_frontier(self) -> None:
         """Take a loop frontier wherever one exists, paying or not (tests and the warm-up: tiny
@@ -1056,13 +1088,13 @@ class CFGCompiledGrammar(CompiledGrammar):
         if hit is not _MISSING:
             return hit
         lexers = self.lexers
-        dead = np.packbits(lexers._trans[g] < 0, bitorder="little").view(np.uint64)
+        dead = _dead_bytes(lexers._trans, g)
         inside, roots, prefix, saved = loop_frontier(trie_nodes(self.index.trie), self.index.trie, lexers._loops[g],
-                                                     dead, bitmask_words(self.index.vocab_size))
+                                                     dead, self._n_words)
         hit = None
         if saved >= self.frontier_min_saved and saved >= self.frontier_saved_per_root * len(roots):
-            root_g = np.full(len(roots), g, dtype=np.int32)
-            for k in np.flatnonzero(prefix).tolist():  # below a character begun above the root
+            root_g, prefixed = _root_states(prefix, g)
+            for k in np.flatnonzero(prefix).tolist() if prefixed else ():  # below a character begun above the root
                 packed, state = int(prefix[k]), g
                 for j in range(packed >> 24):
                     state = lexers.step(state, (packed >> (8 * j)) & 0xFF)
@@ -1140,7 +1172,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         return hit
 
     def _walk_roots(self, roots, root_c, root_g, nodes, trie) -> np.ndarray:
-        words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        words = np.zeros(self._n_words, dtype=np.uint32)
         if len(roots) == 0:
             return words
         buffers = self._walk_buffers(trie)
@@ -1223,7 +1255,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             args = self._args = make_walk_args(
                 lx, p.G, p.S, p.X, self._is_ignore, walk_byte_sets(nodes), nodes.token_start, buffers.ordered,
                 nodes.byte, nodes.depth, nodes.skip, nodes.token, buffers.cfg_c, buffers.cfg_g, buffers.cnt,
-                buffers.pos, buffers.need, buffers.done, trie.ids, id_words(trie, bitmask_words(self.index.vocab_size)),
+                buffers.pos, buffers.need, buffers.done, trie.ids, id_words(trie, self._n_words),
                 nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen)
         else:
             held = self._args_tables
@@ -1242,7 +1274,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             return hit
         trie = self.index.trie
         nodes = trie_nodes(trie)
-        inside = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+        inside = np.zeros(self._n_words, dtype=np.uint32)
         if self._event_buffers is None:  # reused (the walks run under the lock; results are copied out)
             self._event_buffers = (np.empty(len(nodes.byte), dtype=np.int32), np.empty(len(nodes.byte), dtype=np.int32))
         ev_node, ev_state = self._event_buffers
@@ -1264,7 +1296,7 @@ class CFGCompiledGrammar(CompiledGrammar):
 
     def _finished_mask(self) -> MaskEntry:
         if self._finished_entry is None:
-            words = np.zeros(bitmask_words(self.index.vocab_size), dtype=np.uint32)
+            words = np.zeros(self._n_words, dtype=np.uint32)
             for e in self.index.eos_token_ids:
                 words[e >> 5] |= np.uint32(1 << (e & 31))
             n = len(self.index.eos_token_ids)

@@ -34,24 +34,23 @@ class MaskEntry:
         self.words = words
         self.count = count
         self.single = single
-        self._raw = raw  # a writable view of the same buffer, for torch (read-only arrays warn)
+        self._raw = raw  # the writable buffer ``words`` views (uint32), for torch (read-only arrays warn)
         self._tensor: torch.Tensor | None = None
 
     @property
     def tensor(self) -> torch.Tensor:
         """``words`` as an int32 tensor sharing its memory."""
         if self._tensor is None:
-            self._tensor = torch.from_numpy(self._raw)
+            self._tensor = torch.from_numpy(self._raw.view(np.int32))
         return self._tensor
 
     @staticmethod
     def of(words_u32: np.ndarray, count: int, single: int) -> "MaskEntry":
         """The entry for a freshly computed uint32 row (no copy: a mask is written once, before
         anyone reads it)."""
-        raw = words_u32.view(np.int32)
-        words = raw.view()
-        words.setflags(write=False)
-        return MaskEntry(words, count, single, raw)
+        words = words_u32.view(np.int32)
+        words.flags.writeable = False
+        return MaskEntry(words, count, single, words_u32)
 
 
 class RegexCompiledGrammar(CompiledGrammar):
