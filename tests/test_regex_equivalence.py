@@ -125,3 +125,22 @@ def test_the_horizon_of_a_cyclic_automaton_is_exact(pattern):
     assert len(set(bounded_equivalence(table, acc, dfa.horizon, min_states=0).tolist())) == dfa.num_states
     if dfa.horizon > 0:
         assert len(set(bounded_equivalence(table, acc, dfa.horizon - 1, min_states=0).tolist())) < dfa.num_states
+
+
+@pytest.mark.parametrize("lo,hi,opening,closing", [(0, 255, True, True), (3, 40, True, True), (0, 20, False, True),
+                                                   (5, 30, True, False), (25, 25, True, True), (0, 17, False, False)])
+def test_counted_chain_classes_refine_the_bounded_equivalence(lo, hi, opening, closing):
+    """The classes a counted string's chain states get by arithmetic (``counted.chain_classes``,
+    which the lexer takes instead of Moore refinement) never merge two states that a string of
+    up to ``depth`` bytes tells apart, and split few that it does not."""
+    from constrain.json_schema.strings import chars
+    from constrain.regex.automaton import build_dfa
+
+    dfa = build_dfa(chars(lo, hi, opening, closing))
+    for depth in (0, 1, 3, 16, 81, 300):
+        ours = dfa.bounded_classes(depth)
+        moore = bounded_equivalence(dfa.table, dfa.accepting.astype(np.int64), depth, min_states=0)
+        assert ours.shape == moore.shape and sorted(set(ours.tolist())) == list(range(int(ours.max()) + 1))
+        for c in range(int(ours.max()) + 1):
+            assert len(set(moore[ours == c].tolist())) == 1, (depth, c)
+        assert ours.max() + 1 <= 1.1 * (moore.max() + 1) + 25, depth  # (a class per state of a copy at most)

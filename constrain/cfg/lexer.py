@@ -853,6 +853,9 @@ def _dfa_classes(dfa, depth: int) -> np.ndarray:
 
     if dfa.horizon is not None and dfa.horizon <= depth:
         return np.arange(dfa.num_states, dtype=np.int64)
+    known = getattr(dfa, "bounded_classes", None)  # (a counted chain's: ``regex.counted.chain_classes``)
+    if known is not None:
+        return known(depth)
     table = dfa.table if dfa.table is not None else dfa.trans
     return bounded_equivalence(table, dfa.accepting.astype(np.int64), depth)
 

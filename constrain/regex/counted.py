@@ -61,7 +61,57 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
         first[0, classes[before]] = 1
         out = np.vstack([first, out])
         accepting = np.concatenate([[False], accepting])
-    return DFA(accepting=accepting, table=np.ascontiguousarray(out), classes=classes, horizon=out.shape[0] - 1)
+    dfa = DFA(accepting=accepting, table=np.ascontiguousarray(out), classes=classes, horizon=out.shape[0] - 1)
+    rest = _bytes_to_finish(table, acc)[inner]  # per inner state: the fewest bytes that finish its copy
+    dfa.bounded_classes = lambda depth: chain_classes(rest, lo, hi, depth, before is not None, after is not None)
+    return dfa
+
+
+def _bytes_to_finish(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
+    """Per state of a small trim DFA, the length of the shortest string from it to acceptance."""
+    n = table.shape[0]
+    dist = np.where(accepting, 0, n).astype(np.int64)
+    for _ in range(n):
+        nxt = np.where(table >= 0, dist[table.clip(min=0)], n).min(axis=1) + 1
+        new = np.minimum(dist, nxt)
+        if (new == dist).all():
+            break
+        dist = new
+    return dist
+
+
+def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, after: bool) -> np.ndarray:
+    """Class id per state of ``repeat_dfa``'s chain such that states of one class read the same
+    strings of up to ``depth`` bytes with the same acceptance along them: a refinement of the
+    bounded equivalence (``regex.equivalence``), which the lexer gives each component's states as
+    mask classes. Moore refinement found it in ~1.5 ms for a 128-character bound (2,561 states) and
+    ~4 ms for 255, in every compile that meets one; this is arithmetic.
+
+    ``rest[s]``: the fewest bytes that finish a copy from its state ``s`` (``rest[0]``: a whole
+    copy). Copy ``i`` state ``s > 0`` reads the rest of its copy and then between ``a = max(0, lo -
+    i - 1)`` and ``b = hi - i - 1`` whole copies before its end (at a copy's start, ``s = 0``:
+    ``lo - i`` and ``hi - i`` copies). Each copy takes at least ``rest[0]`` bytes, so within
+    ``depth`` bytes no bound past ``(depth - rest[s]) / rest[0]`` copies (``s > 0``; ``depth /
+    rest[0]`` at a start) can be told from another: states with the same ``s`` and the same bounds
+    cut there behave alike. The quotes' states get classes of their own."""
+    k = rest.shape[0]
+    n = hi * k + 1
+    ids = np.arange(n, dtype=np.int64)
+    copy, s = ids // k, ids % k
+    inner = (s > 0).astype(np.int64)
+    step = max(int(rest[0]), 1)
+    cap = np.maximum(depth - rest[s] * inner, -1) // step + 1  # bounds past this many copies look alike
+    a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
+    b = np.minimum(hi - copy - inner, cap)
+    width = depth + 2
+    _, chain = np.unique((s * width + a) * width + b, return_inverse=True)
+    chain = chain.reshape(-1).astype(np.int64)
+    top = int(chain.max()) + 1
+    parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
+    parts.append(chain)
+    if after:
+        parts.append([top])
+    return np.concatenate(parts).astype(np.int64)
 
 
 def _with_byte_class(table: np.ndarray, classes: np.ndarray, byte: int) -> tuple[np.ndarray, np.ndarray]:
