@@ -406,6 +406,24 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
 
 
 @numba.njit(cache=True, nogil=True)
+def _roots_mask(a, words, roots, root_c, root_g, start):  # pragma: no cover - numba
+    """``_walk_subtrees`` below ``roots`` (root ``k`` from configuration ``(root_c[k], root_g[k])``)
+    into token-id ``words`` in one call, its arrays read from one ``WalkArgs`` (``a.ordered`` is
+    free: a combined walk or ``_finish_mask`` clears it before use). ``start``: False resumes a
+    paused walk. Returns the walk's status."""
+    if start:
+        a.ordered[:] = 0
+        a.pos[0] = 0
+        a.pos[1] = -1
+    status = _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
+                            root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
+                            a.seen)
+    if status == 0:
+        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
+    return status
+
+
+@numba.njit(cache=True, nogil=True)
 def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
                 out_words, ev_node, ev_state, ended):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
@@ -1053,7 +1071,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                     self._dense.add(cls)
                     dense.append((c, g))
                     continue
-                part = self._walk_roots(*plan, nodes, trie)
+                part = self._walk_roots(*plan)
                 self._boundary_parts[key] = part
             words |= part
         if not dense:
@@ -1171,27 +1189,21 @@ class CFGCompiledGrammar(CompiledGrammar):
         hit = self._candidate_cache[key] = None if n < 0 else out[:n].copy()
         return hit
 
-    def _walk_roots(self, roots, root_c, root_g, nodes, trie) -> np.ndarray:
+    def _walk_roots(self, roots, root_c, root_g) -> np.ndarray:
+        """Token-id words of the tokens below ``roots`` (each walked from its own configuration:
+        ``_roots_mask``)."""
         words = np.zeros(self._n_words, dtype=np.uint32)
         if len(roots) == 0:
             return words
-        buffers = self._walk_buffers(trie)
-        cfg_c, cfg_g, cnt, pos, need = buffers.cfg_c, buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need
-        pos[0], pos[1] = 0, -1  # (root index, node: -1 = start the root)
-        # its own: ``_walk`` is gathering the combined walk's whole subtrees in ``buffers.ordered``
-        ordered = np.zeros((len(trie.ids) + 31) // 32, dtype=np.uint32)
-        sub_bytes = walk_byte_sets(nodes)
+        start = True
         while True:
-            p = self.parser
-            status = _walk_subtrees(self.lexers.lx, self._is_ignore, p.G, p.S, p.X, sub_bytes, nodes.token_start,
-                                    ordered, roots, root_c, root_g, nodes.byte, nodes.depth, nodes.skip, nodes.token, cfg_c, cfg_g, cnt, pos, words, need,
-                                    buffers.seen)
+            status = _roots_mask(self._walk_args(), words, roots, root_c, root_g, start)
+            start = False
             if status == 0:
-                _ordered_to_words(ordered, trie.ids, id_words(trie, len(words)), words)
                 return words
             if status == 2:
                 raise self._too_ambiguous_in_token()
-            self._serve(need)
+            self._serve(self._buffers.need)
 
     def _too_ambiguous_in_token(self) -> GrammarError:
         """The error of a walk that found more than ``MAX_CONFIGS`` configurations at one depth."""

@@ -1,7 +1,8 @@
 """Lexer DFAs: one per set of terminals a parser context allows, all in one global state space.
 
-Each terminal is compiled once to a trimmed byte DFA: its minimal DFA (``regex.automaton.build_dfa``),
-or, for a terminal that starts with static pieces (a member key's characters), links of those
+Each terminal is compiled once to a trimmed byte DFA: its minimal DFA (``regex.automaton.build_dfa``;
+a product leaf, such as the keys an object's undeclared members may use, trim as it is:
+``lexer_dfa``), or, for a terminal that starts with static pieces (a member key's characters), links of those
 pieces followed by the rest's DFA (``LexerBlocks._append_chain``).
 A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
 vector of the components still alive (one per terminal), labelled by the terminals whose
@@ -26,7 +27,7 @@ import numpy as np
 
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
-from constrain.regex.automaton import MAX_DFA_STATES, build_dfa, chain_heads, chain_link, static_piece_dfa
+from constrain.regex.automaton import MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, static_piece_dfa
 from tokenizer_index.trie import UTF8_MARK, utf8_lead
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
@@ -322,8 +323,11 @@ def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_
 @numba.njit(cache=True)
 def add_start(lx, starts):  # pragma: no cover - numba
     """Store a block's start state (component vector ``starts``; unindexed, so a later visit of the
-    same vector is an ordinary state) with a mask class of its own, unexpanded; room reserved by
-    the caller. Returns its id."""
+    same vector is an ordinary state) with a mask class of its own, unexpanded. Returns its id, or
+    -1 when the store has no room for it and an expansion (``has_room``: make room, then call
+    again; one call with the store's ~30 arrays costs ~5 us, so there is no separate check)."""
+    if not has_room(lx):
+        return -1
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
@@ -712,7 +716,7 @@ class LexerBlocks:
         try:
             chain = chain_heads(node) if self.chains else None
             if chain is None:
-                start = self._append_dfa(t, build_dfa(node))
+                start = self._append_dfa(t, lexer_dfa(node))
             else:
                 start = self._append_chain(t, *chain)
         except EmptyLanguageError:  # a terminal with an empty language never matches
@@ -736,11 +740,11 @@ class LexerBlocks:
         integer values: 67 -> 7 ms). Exact, though not always minimal, which the lexer does not
         need; its states get mask classes of their own (finer classes only share less)."""
         if rest:
-            tail = build_dfa(rest[0] if len(rest) == 1 else ("cat", rest))
+            tail = lexer_dfa(rest[0] if len(rest) == 1 else ("cat", rest))
         else:  # the last piece ends the terminal: copied whole, its final state accepting
             ids, tail = ids[:-1], static_piece_dfa(ids[-1])
         if tail.start != 0:  # a copy is entered at its first state
-            return self._append_dfa(t, build_dfa(self.terminals[t]))
+            return self._append_dfa(t, lexer_dfa(self.terminals[t]))
         return self._append_copies(t, [self._piece_template(p) for p in ids] + [self._dfa_template(tail)])
 
     def _append_copies(self, t: int, templates: list[int]) -> int:
@@ -833,7 +837,9 @@ class LexerBlocks:
 
     def _build(self, terminal_ids: list[int]) -> int:
         """A block's start state (unexpanded: its states are built as walks reach them)."""
-        starts = np.asarray(sorted(s for s in (self._component(t) for t in terminal_ids) if s >= 0), dtype=np.int32)
+        known = self._term_start
+        found = [known[t] if t in known else self._component(t) for t in terminal_ids]
+        starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
         if self._single_of.shape[0] < self._n_comp:
             self._single_of = _room(self._single_of, self._n_comp, -1)
             self._lx = None
@@ -841,9 +847,11 @@ class LexerBlocks:
         c[LONGEST] = max(int(c[LONGEST]), starts.shape[0])
         if int(c[N_STATES]) >= MAX_LEXER_STATES:
             self.serve(FULL)
-        if not has_room(self.lx):
+        start = add_start(self.lx, starts)
+        if start < 0:
             self.make_room()
-        return int(add_start(self.lx, starts))
+            start = add_start(self.lx, starts)
+        return int(start)
 
 
 def _dfa_classes(dfa, depth: int) -> np.ndarray:

@@ -216,7 +216,7 @@ def _trimmed(table: np.ndarray, accepting: np.ndarray, classes: np.ndarray) -> D
         return None
     keep = np.flatnonzero(live)
     t = table if len(keep) == table.shape[0] else _kept_rows(table, keep)
-    return DFA(accepting=accepting[keep], table=t, classes=classes)
+    return DFA(accepting=accepting[keep], table=t, classes=classes, trim=True)
 
 
 @numba.njit(cache=True)
