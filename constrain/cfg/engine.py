@@ -875,7 +875,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._config_ids: dict[frozenset, int] = {}
         self._configs: list[frozenset] = []
         self._masks: dict[int, MaskEntry] = {}
-        self._class_masks: dict[frozenset, MaskEntry] = {}  # configurations no token can tell apart
+        # configurations no token can tell apart: (context, state class) pairs, a set of them or one pair
+        self._class_masks: dict[frozenset | tuple[int, int], MaskEntry] = {}
         self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
         self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
         self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
@@ -1018,7 +1019,12 @@ class CFGCompiledGrammar(CompiledGrammar):
             return self._finished_mask()
         with self._lock:
             classes = self.lexers.mask_class
-            key = frozenset((c, int(classes[g])) for c, g in self._configs[config_id])
+            configs = self._configs[config_id]
+            if len(configs) == 1:  # (a pair: a set of one costs ~1 us more to make, right after a walk)
+                (c, g), = configs
+                key = (c, int(classes[g]))
+            else:
+                key = frozenset((c, int(classes[g])) for c, g in configs)
             entry = self._class_masks.get(key)
             if entry is not None:
                 self._masks[config_id] = entry
@@ -1043,7 +1049,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         trie = self.index.trie
         words = np.zeros(self._n_words, dtype=np.uint32)
-        buffers = self._walk_buffers(trie)
+        buffers = self._buffers or self._walk_buffers(trie)
         if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
             return words, *self._combined_mask_of(configs, buffers, words, False)
         nodes = trie_nodes(trie)
@@ -1225,10 +1231,13 @@ class CFGCompiledGrammar(CompiledGrammar):
         the number of trie nodes it visited (0 when one loop state's frontier walk gave the mask:
         ``_frontier_walk``)."""
         cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
-        for k, (c, g) in enumerate(configs):
-            cfg_c[0, k] = c
-            cfg_g[0, k] = g
         n_configs = len(configs)
+        if n_configs == 1:
+            cfg_c[0, 0], cfg_g[0, 0] = configs[0]
+        else:
+            for k, (c, g) in enumerate(configs):
+                cfg_c[0, k] = c
+                cfg_g[0, k] = g
         loop_states = False  # (whether ``_combined_mask`` is to judge the one configuration's state)
         if self.loop_frontiers and n_configs == 1:
             frontier = self._frontiers.get(configs[0][1], _MISSING)
