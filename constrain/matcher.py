@@ -137,7 +137,7 @@ class CompiledGrammar(ABC):
         return ended or m.is_accepting()
 
 
-_VIEW: tuple = (None, 0, None, None)  # the last CPU bitmask tensor, its data pointer, shape, numpy view
+_VIEW: tuple = (None, 0, None, None, None)  # the last CPU bitmask tensor, its data pointer, shape, strides, view
 
 
 def _cpu_rows(bitmask, n_words: int) -> np.ndarray | None:
@@ -145,11 +145,11 @@ def _cpu_rows(bitmask, n_words: int) -> np.ndarray | None:
     bitmask), kept for the tensor last seen (which it keeps alive, like a cache of one): CPU rows
     are written through it (~0.5 us less than ``copy_``), and making the view (``Tensor.numpy``)
     cost ~1 us a mask, ~6 us right after a walk has evicted the interpreter's caches. A kept view
-    is used only while the tensor's data pointer and shape are unchanged (an in-place ``resize_``
-    or ``set_`` makes a new one)."""
+    is used only while the tensor's data pointer, shape and strides are unchanged (``set_`` or
+    ``as_strided_`` in place make a new one; torch refuses to resize storage a view shares)."""
     global _VIEW
-    tensor, ptr, shape, arr = _VIEW
-    if bitmask is tensor and bitmask.data_ptr() == ptr and bitmask.shape == shape:
+    tensor, ptr, shape, strides, arr = _VIEW
+    if bitmask is tensor and bitmask.data_ptr() == ptr and bitmask.shape == shape and bitmask.stride() == strides:
         return arr
     if not (isinstance(bitmask, torch.Tensor) and bitmask.is_cpu and bitmask.dtype is torch.int32
             and bitmask.layout is torch.strided):
@@ -157,7 +157,7 @@ def _cpu_rows(bitmask, n_words: int) -> np.ndarray | None:
     arr = bitmask.numpy()
     if arr.ndim != 2 or arr.shape[1] != n_words:
         return None
-    _VIEW = (bitmask, bitmask.data_ptr(), bitmask.shape, arr)
+    _VIEW = (bitmask, bitmask.data_ptr(), bitmask.shape, bitmask.stride(), arr)
     return arr
 
 

@@ -214,8 +214,8 @@ def test_apply_bitmask_masks_exactly_the_disallowed_logits():
 
 def test_bitmask_rows_are_written_into_the_tensor_as_it_is_now():
     """A CPU bitmask's numpy view is kept between masks (``matcher._cpu_rows``; torch then refuses
-    to resize its storage in place); a tensor given other storage, or another bitmask, gets the
-    row written into its current memory."""
+    to resize its storage in place); a tensor given other storage or other strides, or another
+    bitmask, gets the row written into its current memory."""
     compiled = constrain.compile(constrain.Grammar.from_regex("[ab]c"), VOCAB)
     m = compiled.matcher()
     expected = constrain.allocate_token_bitmask(1, VOCAB.vocab_size)
@@ -234,6 +234,10 @@ def test_bitmask_rows_are_written_into_the_tensor_as_it_is_now():
     bitmask.set_(other)  # same tensor object, other memory
     m.fill_bitmask(bitmask, 2)
     assert torch.equal(other[2], after_a[0]) and (other[:2] == -1).all()
+    other.fill_(-1)
+    bitmask.as_strided_(other.shape, (0, 1))  # same memory and shape, other strides: every row is row 0
+    m.fill_bitmask(bitmask, 2)
+    assert torch.equal(other[0], after_a[0]) and (other[1:] == -1).all()
     array = np.full((2, bitmask.shape[1]), -1, dtype=np.int32)
     m.fill_bitmask(array, 0)
     assert np.array_equal(array[0], after_a[0].numpy()) and (array[1] == -1).all()

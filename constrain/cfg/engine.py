@@ -397,9 +397,7 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
         a.pos[0] = 0
         a.pos[1] = -1
         a.done[0] = accepting
-    status = _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
-                            root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
-                            a.seen)
+    status = _walk_subtrees_of(a, roots, root_c, root_g, words)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -415,12 +413,18 @@ def _roots_mask(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
         a.ordered[:] = 0
         a.pos[0] = 0
         a.pos[1] = -1
-    status = _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
-                            root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
-                            a.seen)
+    status = _walk_subtrees_of(a, roots, root_c, root_g, words)
     if status == 0:
         _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
     return status
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - numba
+    """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
+    return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
+                          root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
+                          a.seen)
 
 
 @numba.njit(cache=True, nogil=True)

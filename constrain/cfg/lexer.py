@@ -2,8 +2,8 @@
 
 Each terminal is compiled once to a trimmed byte DFA: its minimal DFA (``regex.automaton.build_dfa``;
 a product leaf, such as the keys an object's undeclared members may use, trim as it is:
-``lexer_dfa``), or, for a terminal that starts with static pieces (a member key's characters), links of those
-pieces followed by the rest's DFA (``LexerBlocks._append_chain``).
+``lexer_dfa``), or, for a terminal that starts with static pieces (a member key's characters),
+links of those pieces followed by the rest's DFA (``LexerBlocks._append_chain``).
 A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
 vector of the components still alive (one per terminal), labelled by the terminals whose
 component accepts. The product is built in numba, lazily: a state gets its row only when a walk
