@@ -118,3 +118,22 @@ def test_enum_terminals_keep_the_language(real_vocab):
             for text in (json.dumps(doc, separators=(",", ":")), json.dumps(doc, ensure_ascii=True).replace("o", "\\u006f")):
                 expect = validator.is_valid(doc) and (whitespace == "flexible" or " " not in text)
                 assert compiled.accepts_text(text) == expect, (whitespace, text)
+
+
+def test_warmup_builds_every_format_automaton():
+    """``constrain.warmup()`` builds every format's automaton (kept for the process), so no
+    schema's first mask pays for one (email ~26 ms); a fresh process without it has none."""
+    import subprocess
+    import sys
+
+    probe = ("import constrain, sys\n"
+             "if sys.argv[1] == 'warm': constrain.warmup()\n"
+             "from constrain.json_schema.compiler import _format_string\n"
+             "from constrain.json_schema.formats import FORMATS\n"
+             "from constrain.regex import automaton\n"
+             "automaton.clear_memo()\n"
+             "print(sum(automaton._memoised(_format_string(f)) is not None for f in FORMATS), len(FORMATS))\n")
+    warm = subprocess.run([sys.executable, "-c", probe, "warm"], capture_output=True, text=True, check=True).stdout.split()
+    cold = subprocess.run([sys.executable, "-c", probe, "cold"], capture_output=True, text=True, check=True).stdout.split()
+    assert warm[0] == warm[1] and int(warm[1]) >= 10
+    assert cold[0] == "0"
