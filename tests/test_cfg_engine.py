@@ -883,3 +883,36 @@ def test_nullable_and_productive_equal_the_sweeping_fixpoint():
         reached = reachable(*cfg.flat, n_nt, 0)
         assert set(np.flatnonzero(reached).tolist()) == _reachable_naive(
             [sorted({~s for a, rhs in rules if a == v for s in rhs if s < 0}) for v in range(n_nt)], 0)
+
+
+def test_blocks_made_inside_walks_are_the_blocks_python_makes():
+    """A walk that reaches a new parser context makes its lexer block itself (``lexer.block_start``)
+    when every terminal's automaton is built: the block's start holds exactly the components
+    ``LexerBlocks.start_for`` would give it (the context's terminals and the ignored ones,
+    ascending), and the masks keep their brute-force values."""
+    from constrain.cfg.lexer import N_STATES
+
+    index = TokenizerIndex.from_token_bytes([bytes([b]) for b in range(32, 127)] + [b" (", b"x)", b"a.b", None],
+                                            eos_token_ids=[98])
+    g = constrain.grammars.load("python_expr")
+    compiled = CFGCompiledGrammar(g._ast, index)
+    m = compiled.matcher()
+    for piece in (b"f", b"(", b"a", b".", b"b", b" ", b"+", b" ("):
+        m.allowed_token_ids()
+        m.advance(index.all_token_bytes.index(piece))
+    lexers, parser = compiled.lexers, compiled.parser
+    made_by_python = set(lexers._starts.values())
+    in_walks = 0
+    for tid in range(parser.counters[3]):
+        s = int(parser.tset_start[tid])
+        if s < 0:
+            continue
+        expected = sorted(c for t in parser.tset_terminals(tid) | lexers.ignore if (c := lexers._term_start[t]) >= 0)
+        assert lexers._vec[lexers._vec_ptr[s]: lexers._vec_ptr[s + 1]].tolist() == expected, tid
+        in_walks += s not in made_by_python
+    assert in_walks >= 2, "no block was made inside a walk: the test no longer covers block_start"
+    assert int(lexers._ctr[N_STATES]) > 0
+    state = m._states[-1]
+    allowed = set(m.allowed_token_ids().tolist())
+    brute = {t for t in range(index.n_tokens) if compiled.step(state, t) != -1}
+    assert allowed == brute

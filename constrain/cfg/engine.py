@@ -28,7 +28,7 @@ from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM,
-                                 READY, LexerBlocks, ensure_expanded)
+                                 READY, LexerBlocks, block_start, ensure_expanded)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
@@ -162,6 +162,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     acc_ptr = lx[LX_ACC_PTR]
     acc_terms = lx[LX_ACC_TERMS]
     ctx_tset = S[6]
+    tset_bits = S[13]
     tset_start = S[16]
     ctx_start = S[17]
     ctx_next = S[18]
@@ -288,6 +289,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                         if c2 == UNKNOWN:
                             c2 = advance(c, t, G, S, X)
                         if c2 >= 0 and ctx_start[c2] < 0:
+                            if tset_start[ctx_tset[c2]] < 0:  # a new block: made here when it can be
+                                tset_start[ctx_tset[c2]] = block_start(lx, tset_bits[ctx_tset[c2]], is_ignore)
                             if tset_start[ctx_tset[c2]] >= 0:
                                 ctx_start[c2] = tset_start[ctx_tset[c2]]
                             else:
@@ -594,6 +597,7 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     acc_ptr = lx[LX_ACC_PTR]
     acc_terms = lx[LX_ACC_TERMS]
     ctx_tset = S[6]
+    tset_bits = S[13]
     tset_start = S[16]
     ctx_start = S[17]
     ctx_next = S[18]
@@ -665,6 +669,8 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                             if c2 == UNKNOWN:
                                 c2 = advance(cc, t, G, S, X)
                             if c2 >= 0 and ctx_start[c2] < 0:
+                                if tset_start[ctx_tset[c2]] < 0:  # a new block: made here when it can be
+                                    tset_start[ctx_tset[c2]] = block_start(lx, tset_bits[ctx_tset[c2]], is_ignore)
                                 if tset_start[ctx_tset[c2]] >= 0:
                                     ctx_start[c2] = tset_start[ctx_tset[c2]]
                                 else:

@@ -37,7 +37,7 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS = range(6)
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
-LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS = 10, 11, 12, 13, 14
+LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR, LX_TERM_COMP = 10, 11, 12, 13, 14, 25, 30
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
@@ -54,7 +54,7 @@ def has_room(lx):  # pragma: no cover - numba
     most ``LONGEST`` components each, without growing an array."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -91,7 +91,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
@@ -330,13 +330,43 @@ def add_start(lx, starts):  # pragma: no cover - numba
         return -1
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
     n = ctr[N_STATES]
     put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, n)
     _describe_state(n, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class, expanded,
                     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
     ctr[N_STATES] = n + 1
     return n
+
+
+@numba.njit(cache=True)
+def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
+    """The start state of a new block for the terminals in ``bits`` (uint64 words) and the ignored
+    ones, as ``LexerBlocks.start_for`` makes it, made here when every one of those terminals'
+    automata is built and the store has room; else -1 (the walk then pauses and Python builds it).
+    The walks call it where a new parser context needs a lexer: a pause and its Python round trip
+    cost ~40 us, and the first masks of a grammar with many contexts met a dozen."""
+    term_comp = lx[LX_TERM_COMP]
+    ctr = lx[LX_CTR]
+    if ctr[N_STATES] >= ctr[MAX_STATES]:
+        return -1
+    starts = np.empty(term_comp.shape[0], dtype=np.int32)
+    k = 0
+    for t in range(term_comp.shape[0]):
+        if is_ignore[t] or (t < 64 * bits.shape[0] and (bits[t >> 6] >> np.uint64(t & 63)) & np.uint64(1)):
+            s = term_comp[t]
+            if s == -2:
+                return -1
+            if s >= 0:  # (-1: a terminal with an empty language has no component)
+                j = k
+                while j > 0 and starts[j - 1] > s:  # (kept ascending, as ``_build`` sorts them)
+                    starts[j] = starts[j - 1]
+                    j -= 1
+                starts[j] = s
+                k += 1
+    if k > ctr[LONGEST]:
+        ctr[LONGEST] = k
+    return add_start(lx, starts[:k].copy())
 
 
 @numba.njit(cache=True)
@@ -577,13 +607,17 @@ class LexerBlocks:
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
         self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
+        # the same for the walks (``block_start``): -2 while the terminal's automaton is not built
+        self._term_comp = np.full(max(len(terminals), 1), -2, dtype=np.int32)
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
         self._shares = shared and chains
         if self._shares:
             self._adopt_templates(_shared_store())
         else:
             self._empty_templates()
-        self.make_room()
+        # room for blocks of up to 32 terminals from the start: a grammar's first mask makes its blocks
+        # inside the walk (``block_start``), and growing the store there cost a pause (~90 us)
+        self.make_room(longest=min(len(terminals) + len(self.ignore), 32))
 
     def _empty_templates(self) -> None:
         """An empty template store. Templates: automata whose rows are stored once in a flat table
@@ -645,9 +679,10 @@ class LexerBlocks:
                         self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
-                        self._scratch, self._prev, self._cut, self._comp_shift)
+                        self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
-                       (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms)))
+                       (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
+                       (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp)))
         return self._lx
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -684,11 +719,12 @@ class LexerBlocks:
         self._ctr[LOOP_BITS] = 0
         self._loops[:] = 0
 
-    def make_room(self) -> None:
+    def make_room(self, longest: int = 0) -> None:
         """Grow the store for several more expansions (doubling, so rare); arrays are reserved,
-        not written, where every item is written before it is read."""
+        not written, where every item is written before it is read. ``longest``: room for states of
+        that many components even before a block that big exists (see ``__init__``)."""
         c = self._ctr
-        n, cv_n, k = int(c[N_STATES]), int(c[N_CLASS_VECTORS]), int(c[LONGEST])
+        n, cv_n, k = int(c[N_STATES]), int(c[N_CLASS_VECTORS]), max(int(c[LONGEST]), longest)
         more = 4 * _ROOM_STATES
         self._trans = grown_rows(self._trans, max(n + more, _RESERVED_STATES))
         self._loops = grown_rows(self._loops, n + more)
@@ -724,7 +760,7 @@ class LexerBlocks:
         except RegexError as e:  # too big to build: say which terminal, never treat it as empty
             name = self.names[t] if t < len(self.names) else f"#{t}"
             raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
-        self._term_start[t] = start
+        self._term_start[t] = self._term_comp[t] = start
         return start
 
     def _append_dfa(self, t: int, dfa) -> int:
