@@ -4,7 +4,8 @@ Two worker processes, each importing ``constrain`` from its own checkout (``PYTH
 same case in turn (the order alternates per round): a fresh compile, then one mask per token of
 the case's instance through a matcher's ``fill_bitmask`` (the first-pass mean, as ``bench_cfg.py``
 times it). Machine drift then lands on both sides alike; an A/A run of 6 rounds differed by up to
-~4% on a case.
+~4% on a case, and the spread of the per-round ratios (printed) shows how far to trust a median:
+effects under ~5% need 10+ rounds.
 
     git worktree add /tmp/base <base commit>
     python benchmarks/ab_cfg.py /tmp/base . --tokenizer llama3 --rounds 8    # ~2 min
@@ -90,8 +91,10 @@ def main() -> None:
     print(f"first-pass mask mean (us), {args.rounds} rounds, {args.tokenizer}")
     for case in cases:
         a, b = times[("A", case)], times[("B", case)]
-        ratio = statistics.median(y / x for x, y in zip(a, b))
-        print(f"{case:16s} A {statistics.median(a):8.1f}  B {statistics.median(b):8.1f}  B/A median {ratio:.3f}")
+        ratios = sorted(y / x for x, y in zip(a, b))
+        quarter = len(ratios) // 4
+        print(f"{case:16s} A {statistics.median(a):8.1f}  B {statistics.median(b):8.1f}  B/A median "
+              f"{statistics.median(ratios):.3f} (middle half of rounds {ratios[quarter]:.3f}-{ratios[-1 - quarter]:.3f})")
 
 
 if __name__ == "__main__":
