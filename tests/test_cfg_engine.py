@@ -594,7 +594,7 @@ def test_a_terminal_with_an_empty_language_never_matches():
 
     blocks = LexerBlocks([("set", ()), ("set", ((97, 97),))], frozenset(), names=["E", "A"])
     blocks.build_components()
-    assert blocks._term_start[0] == -1 and blocks._term_start[1] >= 0
+    assert blocks._term_comp[0] == -1 and blocks._term_comp[1] >= 0
 
 
 def test_pathological_ambiguity_hits_the_documented_limit():
@@ -907,7 +907,7 @@ def test_blocks_made_inside_walks_are_the_blocks_python_makes():
         s = int(parser.tset_start[tid])
         if s < 0:
             continue
-        expected = sorted(c for t in parser.tset_terminals(tid) | lexers.ignore if (c := lexers._term_start[t]) >= 0)
+        expected = sorted(c for t in parser.tset_terminals(tid) | lexers.ignore if (c := int(lexers._term_comp[t])) >= 0)
         assert lexers._vec[lexers._vec_ptr[s]: lexers._vec_ptr[s + 1]].tolist() == expected, tid
         in_walks += s not in made_by_python
     assert in_walks >= 2, "no block was made inside a walk: the test no longer covers block_start"

@@ -1059,7 +1059,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         trie = self.index.trie
         words = np.zeros(self._n_words, dtype=np.uint32)
-        buffers = self._buffers or self._walk_buffers(trie)
+        buffers = self._walk_buffers(trie)
         if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
             return words, *self._combined_mask_of(configs, buffers, words, False)
         nodes = trie_nodes(trie)

@@ -40,6 +40,7 @@ READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR, LX_TERM_COMP = 10, 11, 12, 13, 14, 25, 30
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
+UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 # rows the transition table (1 KB a state) reserves at once: allocated without being written (the
 # OS commits pages only as rows are written), so a grammar pays for the rows it expands, and the
@@ -355,7 +356,7 @@ def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
     for t in range(term_comp.shape[0]):
         if is_ignore[t] or (t < 64 * bits.shape[0] and (bits[t >> 6] >> np.uint64(t & 63)) & np.uint64(1)):
             s = term_comp[t]
-            if s == -2:
+            if s == UNBUILT:
                 return -1
             if s >= 0:  # (-1: a terminal with an empty language has no component)
                 j = k
@@ -606,9 +607,9 @@ class LexerBlocks:
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
-        self._term_start: dict[int, int] = {}  # terminal -> its DFA's start component (-1: empty language)
-        # the same for the walks (``block_start``): -2 while the terminal's automaton is not built
-        self._term_comp = np.full(max(len(terminals), 1), -2, dtype=np.int32)
+        # terminal -> its DFA's start component (-1: empty language, ``UNBUILT`` until built), read by
+        # ``_build`` and by the walks (``block_start``)
+        self._term_comp = np.full(max(len(terminals), 1), UNBUILT, dtype=np.int32)
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
         self._shares = shared and chains
         if self._shares:
@@ -745,8 +746,8 @@ class LexerBlocks:
     # ------------------------------------------------------------------ building
     def _component(self, t: int) -> int:
         """Start component of terminal ``t``'s automaton (compiled and appended on first use)."""
-        start = self._term_start.get(t)
-        if start is not None:
+        start = int(self._term_comp[t])
+        if start != UNBUILT:
             return start
         node = self.terminals[t]
         try:
@@ -760,7 +761,7 @@ class LexerBlocks:
         except RegexError as e:  # too big to build: say which terminal, never treat it as empty
             name = self.names[t] if t < len(self.names) else f"#{t}"
             raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
-        self._term_start[t] = self._term_comp[t] = start
+        self._term_comp[t] = start
         return start
 
     def _append_dfa(self, t: int, dfa) -> int:
@@ -873,8 +874,8 @@ class LexerBlocks:
 
     def _build(self, terminal_ids: list[int]) -> int:
         """A block's start state (unexpanded: its states are built as walks reach them)."""
-        known = self._term_start
-        found = [known[t] if t in known else self._component(t) for t in terminal_ids]
+        comp = self._term_comp
+        found = [s if (s := int(comp[t])) != UNBUILT else self._component(t) for t in terminal_ids]
         starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
         if self._single_of.shape[0] < self._n_comp:
             self._single_of = _room(self._single_of, self._n_comp, -1)
@@ -897,9 +898,8 @@ def _dfa_classes(dfa, depth: int) -> np.ndarray:
 
     if dfa.horizon is not None and dfa.horizon <= depth:
         return np.arange(dfa.num_states, dtype=np.int64)
-    known = getattr(dfa, "bounded_classes", None)  # (a counted chain's: ``regex.counted.chain_classes``)
-    if known is not None:
-        return known(depth)
+    if dfa.bounded_classes is not None:
+        return dfa.bounded_classes(depth)
     table = dfa.table if dfa.table is not None else dfa.trans
     return bounded_equivalence(table, dfa.accepting.astype(np.int64), depth)
 

@@ -38,6 +38,10 @@ class DFA:
     Identity semantics (no ``__eq__``): DFAs sit inside hashable AST tuples.
     """
 
+    # depth -> class id per state, a refinement of ``regex.equivalence.bounded_equivalence`` known
+    # without Moore refinement (``counted.chain_classes`` sets it on a counted chain), or None
+    bounded_classes = None
+
     def __init__(self, trans: np.ndarray | None = None, accepting: np.ndarray | None = None, start: int = 0,
                  table: np.ndarray | None = None, classes: np.ndarray | None = None, horizon: int | None = None,
                  trim: bool = False) -> None:
