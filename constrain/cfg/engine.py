@@ -47,11 +47,14 @@ LOOP_STATE = 3  # ``_combined_mask`` status: the one configuration's state may h
 RETRY = 4  # ``_combined_mask`` status: serve ``need``, then call again with the same arguments
 FRONTIER_MIN_SAVED = 2048  # a loop frontier that saves a walk fewer trie nodes than this is not used,
 FRONTIER_SAVED_PER_ROOT = 16  # ... nor one with more roots than 1/16 of that (each root is a general-step walk)
+KIDS_PER_ROOT = 16  # a class whose event nodes have more children than this many times the roots limit: combined
+DENSE_BOUNDARY = -1  # ``_boundary_plan``: more roots than the limit (the configuration takes the combined walk)
+PAUSED = -2  # ``_boundary_plan``: Python must serve ``need`` first
+_NO_EVENTS = ()  # ``_lexer_part``: a class with no event node (no token crosses a boundary from it)
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
 DEDUP_SLOTS = 4096  # the hash table's size (a power of two, > 2 * MAX_CONFIGS)
-_NO_ROOTS = (np.zeros(0, dtype=np.int32),) * 3
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -407,22 +410,6 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
 
 
 @numba.njit(cache=True, nogil=True)
-def _roots_mask(a, words, roots, root_c, root_g, start):  # pragma: no cover - numba
-    """``_walk_subtrees`` below ``roots`` (root ``k`` from configuration ``(root_c[k], root_g[k])``)
-    into token-id ``words`` in one call, its arrays read from one ``WalkArgs`` (``a.ordered`` is
-    free: a combined walk or ``_finish_mask`` clears it before use). ``start``: False resumes a
-    paused walk. Returns the walk's status."""
-    if start:
-        a.ordered[:] = 0
-        a.pos[0] = 0
-        a.pos[1] = -1
-    status = _walk_subtrees_of(a, roots, root_c, root_g, words)
-    if status == 0:
-        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
-    return status
-
-
-@numba.njit(cache=True, nogil=True)
 def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - numba
     """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
     return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
@@ -553,31 +540,129 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children(ev_node, ev_state, acc_ptr, acc_terms, t, first, byte, skip, out, limit):  # pragma: no cover
-    """Children of the event nodes where terminal ``t`` may end whose byte may start what follows
-    (``first[b]``): the only places a token can cross that boundary. Returns their count, or -1
-    as soon as there are more than ``limit`` (the configuration takes the combined walk)."""
+def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap):  # pragma: no cover
+    """Per terminal ``terms[k]``: the children of the event nodes where it may end (nodes
+    ``kids[ptr[k]:ptr[k + 1]]``, their bytes ``kid_bytes``), the only places a token can cross that
+    boundary; context-independent, listed once per lexer state class. None past ``cap`` children
+    in all (the class takes the combined walk)."""
+    ptr = np.zeros(terms.shape[0] + 1, dtype=np.int64)
+    kids = np.empty(min(cap, 1024), dtype=np.int32)
     n = 0
-    for e in range(ev_node.shape[0]):
-        g = ev_state[e]
-        ok = False
-        for a in range(acc_ptr[g], acc_ptr[g + 1]):
-            if acc_terms[a] == t:
-                ok = True
-                break
-        if not ok:
-            continue
-        node = ev_node[e]
-        j = node + 1
-        end = skip[node]
-        while j < end:
-            if first[byte[j]]:
-                if n == limit:
-                    return -1
-                out[n] = j
+    for k in range(terms.shape[0]):
+        t = terms[k]
+        for e in range(ev_node.shape[0]):
+            g = ev_state[e]
+            ok = False
+            for a in range(acc_ptr[g], acc_ptr[g + 1]):
+                if acc_terms[a] == t:
+                    ok = True
+                    break
+            if not ok:
+                continue
+            node = ev_node[e]
+            j = node + 1
+            end = skip[node]
+            while j < end:
+                if n == kids.shape[0]:
+                    if n == cap:
+                        return None
+                    grown = np.empty(min(2 * n, cap), dtype=np.int32)
+                    grown[:n] = kids
+                    kids = grown
+                kids[n] = j
                 n += 1
-            j = skip[j]
+                j = skip[j]
+        ptr[k + 1] = n
+    kids = kids[:n].copy()
+    kid_bytes = np.empty(n, dtype=np.uint8)
+    for j in range(n):
+        kid_bytes[j] = byte[kids[j]]
+    return ptr, kids, kid_bytes
+
+
+@numba.njit(cache=True, nogil=True)
+def _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g):  # pragma: no cover - numba
+    """Roots of the tokens that cross a boundary of configuration ``(c, state of the class)``:
+    for each terminal that may end at an event, the contexts after it (``c`` itself for an ignored
+    terminal, ``c``'s child when ``c`` expects it; computed inline, with their lexer blocks, as the
+    walks do) and, per such context, the event children whose byte its lexer start reads. Returns
+    the number of roots, ``DENSE_BOUNDARY`` past ``roots``' size, or ``PAUSED`` when Python must
+    act first (``a.need``, as the walks set it; then call again)."""
+    lx = a.lx
+    S = a.S
+    trans = lx[LX_TRANS]
+    expanded = lx[LX_EXPANDED]
+    ctx_tset = S[6]
+    tset_bits = S[13]
+    tset_start = S[16]
+    ctx_start = S[17]
+    ctx_next = S[18]
+    need = a.need
+    limit = roots.shape[0]
+    n = 0
+    for k in range(terms.shape[0]):
+        t = terms[k]
+        for pass_ in range(2):
+            if pass_ == 0:
+                if not a.is_ignore[t]:
+                    continue
+                c2 = c
+            else:
+                c2 = ctx_next[c, t]
+                if c2 == UNKNOWN:
+                    c2 = advance(c, t, a.G, S, a.X)
+                if c2 >= 0 and ctx_start[c2] < 0:
+                    if tset_start[ctx_tset[c2]] < 0:  # a new block: made here when it can be
+                        tset_start[ctx_tset[c2]] = block_start(lx, tset_bits[ctx_tset[c2]], a.is_ignore)
+                    if tset_start[ctx_tset[c2]] >= 0:
+                        ctx_start[c2] = tset_start[ctx_tset[c2]]
+                    else:
+                        need[0] = NEED_LEXER
+                        need[1] = c2
+                        return PAUSED
+                if c2 < NO_CONTEXT:
+                    need[0] = c2
+                    return PAUSED
+                if c2 < 0:
+                    continue
+            s2 = ctx_start[c2]
+            if not expanded[s2]:
+                status = ensure_expanded(lx, s2)
+                if status != READY:
+                    need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
+                    return PAUSED
+            for j in range(ptr[k], ptr[k + 1]):
+                if trans[s2, kid_bytes[j]] >= 0:
+                    if n == limit:
+                        return DENSE_BOUNDARY
+                    roots[n] = kids[j]
+                    root_c[n] = c2
+                    root_g[n] = s2
+                    n += 1
     return n
+
+
+@numba.njit(cache=True, nogil=True)
+def _boundary_walk(a, words, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g, plan):  # pragma: no cover
+    """The boundary-crossing tokens of configuration ``(c, state of the class)`` in one call:
+    ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
+    below the roots into token-id ``words``. Returns ``DENSE_BOUNDARY``, or the walk's status
+    (1: serve ``a.need`` and call again with the same arrays; the plan is kept)."""
+    if plan[0] < 0:
+        n = _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g)
+        if n == PAUSED:
+            return 1
+        if n == DENSE_BOUNDARY:
+            return DENSE_BOUNDARY
+        plan[0] = n
+        a.ordered[:] = 0
+        a.pos[0] = 0
+        a.pos[1] = -1
+    n = plan[0]
+    status = _walk_subtrees_of(a, roots[:n], root_c[:n], root_g[:n], words)
+    if status == 0:
+        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
+    return status
 
 
 @numba.njit(cache=True, nogil=True)
@@ -898,9 +983,6 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
         self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
-        self._first_bytes: dict[int, tuple[int, np.ndarray]] = {}  # lexer start -> (id, bytes that may start it)
-        self._first_ids: dict[bytes, int] = {}
-        self._candidate_cache: dict[tuple[int, int, int], np.ndarray | None] = {}  # (class, terminal, first id) -> roots
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
@@ -1072,22 +1154,20 @@ class CFGCompiledGrammar(CompiledGrammar):
                 dense.append((c, g))  # (a dense class's lexer part would be walked again by the combined walk)
                 continue
             split_accepting = split_accepting or self._accepting_config(c, g)
-            inside, ev_node, ev_state, ev_terms = self._lexer_part(g)
+            inside, boundary = self._lexer_part(g)
             words |= inside
-            if len(ev_node) == 0:
+            if boundary is _NO_EVENTS:
                 continue
             key = (c, cls)
             part = self._boundary_parts.get(key)
             if part is None:
                 # a state class whose boundaries were everywhere in one context is taken to be so in
                 # every context (the combined walk is exact either way; this only skips the count)
-                plan = None if cls in self._dense else self._boundary_roots(c, cls, ev_node, ev_state,
-                                                                                    ev_terms, nodes)
-                if plan is None:
+                part = None if boundary is None or cls in self._dense else self._boundary_mask(c, boundary)
+                if part is None:
                     self._dense.add(cls)
                     dense.append((c, g))
                     continue
-                part = self._walk_roots(*plan)
                 self._boundary_parts[key] = part
             words |= part
         if not dense:
@@ -1155,68 +1235,22 @@ class CFGCompiledGrammar(CompiledGrammar):
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
 
-    def _boundary_roots(self, c: int, cls: int, ev_node, ev_state, ev_terms, nodes):
-        """(roots, their contexts, their lexer states) where tokens cross a boundary of config
-        ``(c, state of class cls)``, or None when there are too many (use the combined walk)."""
-        terminals = self.parser.terminals(c)
-        is_ignore = self._is_ignore
-        cands, ctxs, starts, lens = [], [], [], []
-        total = 0
-        limit = max(MAX_BOUNDARY_ROOTS, len(ev_node) // 8)
-        for t in ev_terms:
-            after = [c] if is_ignore[t] else []  # an ignored terminal keeps the context
-            if t in terminals:
-                after.append(self._child(c, t))
-            for c2 in after:
-                if c2 < 0:
-                    continue
-                s2 = self._start(c2)
-                cand = self._candidates(cls, t, s2, ev_node, ev_state, nodes, limit)
-                if cand is None:
-                    return None
-                total += len(cand)
-                if total > limit:
-                    return None
-                if len(cand):
-                    cands.append(cand)
-                    ctxs.append(c2)
-                    starts.append(s2)
-                    lens.append(len(cand))
-        if not cands:
-            return _NO_ROOTS
-        return (np.concatenate(cands), np.repeat(np.array(ctxs, dtype=np.int32), lens),
-                np.repeat(np.array(starts, dtype=np.int32), lens))
-
-    def _candidates(self, cls: int, t: int, s2: int, ev_node, ev_state, nodes, limit: int) -> np.ndarray | None:
-        """Event children for (state class, terminal, first bytes after it); context-independent.
-        None when there are more than ``limit`` (fixed per state class), found without listing them all."""
-        first = self._first_bytes.get(s2)
-        if first is None:
-            row = self.lexers.row(s2) >= 0
-            fid = self._first_ids.setdefault(row.tobytes(), len(self._first_ids))
-            first = self._first_bytes[s2] = (fid, row)
-        key = (cls, t, first[0])
-        if key in self._candidate_cache:
-            return self._candidate_cache[key]
-        acc_ptr, acc_terms = self.lexers.arrays()
-        out = np.empty(min(len(nodes.byte), limit), dtype=np.int32)
-        n = _event_children(ev_node, ev_state, acc_ptr, acc_terms, np.int32(t), first[1], nodes.byte, nodes.skip, out,
-                            np.int64(limit))
-        hit = self._candidate_cache[key] = None if n < 0 else out[:n].copy()
-        return hit
-
-    def _walk_roots(self, roots, root_c, root_g) -> np.ndarray:
-        """Token-id words of the tokens below ``roots`` (each walked from its own configuration:
-        ``_roots_mask``)."""
+    def _boundary_mask(self, c: int, boundary: tuple) -> np.ndarray | None:
+        """Token-id words of the tokens that cross a boundary of configuration ``(c, state of the
+        class whose events are`` ``boundary``): planned and walked in one numba call
+        (``_boundary_walk``), or None when there are too many crossings (the combined walk)."""
+        terms, ptr, kids, kid_bytes, limit = boundary
         words = np.zeros(self._n_words, dtype=np.uint32)
-        if len(roots) == 0:
-            return words
-        start = True
+        roots = np.empty(limit, dtype=np.int32)
+        root_c, root_g = np.empty_like(roots), np.empty_like(roots)
+        plan = np.full(1, -1, dtype=np.int64)
         while True:
-            status = _roots_mask(self._walk_args(), words, roots, root_c, root_g, start)
-            start = False
+            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, ptr, kids, kid_bytes, roots,
+                                    root_c, root_g, plan)
             if status == 0:
                 return words
+            if status == DENSE_BOUNDARY:
+                return None
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(self._buffers.need)
@@ -1297,8 +1331,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         return args
 
     def _lexer_part(self, g: int):
-        """(tokens staying inside the lexer from ``g``, event nodes, event states, terminals ending at
-        some event), per state class."""
+        """(tokens staying inside the lexer from ``g``, its boundary: the children of the nodes
+        where a terminal may end, per terminal, for ``_boundary_walk``; ``_NO_EVENTS`` when there
+        are none, None when they are too many), per state class."""
         cls = int(self.lexers.mask_class[g])
         hit = self._lexer_parts.get(cls)
         if hit is not None:
@@ -1319,9 +1354,16 @@ class CFGCompiledGrammar(CompiledGrammar):
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)
             inside[:] = 0
-        ev_state = ev_state[:n_ev].copy()
-        ev_terms = np.flatnonzero(ended).tolist()
-        hit = (inside, ev_node[:n_ev].copy(), ev_state, ev_terms)
+        boundary = _NO_EVENTS
+        if n_ev:
+            # the event children per terminal, listed once per class (None: too many, the combined walk)
+            limit = max(MAX_BOUNDARY_ROOTS, n_ev // 8)
+            terms = np.flatnonzero(ended).astype(np.int32)
+            acc_ptr, acc_terms = self.lexers.arrays()
+            kids = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, terms, nodes.byte,
+                                           nodes.skip, np.int64(KIDS_PER_ROOT * limit))
+            boundary = None if kids is None else (terms, *kids, limit)
+        hit = (inside, boundary)
         self._lexer_parts[cls] = hit
         return hit
 
