@@ -228,13 +228,18 @@ _BOUNDED_TEXTS = ['{"name":"Ada Lovelace","tags":["a","bc","Zürich","x y"],"n":
 
 
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
-def test_combined_and_split_walks_give_the_same_masks(real_vocab, key):
+def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypatch):
     """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer
     state class whose combined walk was big, the split walk (the class's lexer part, shared by
     every context, plus the boundary crossings of each context). The policy only changes speed:
     masks under "always combined", "always split" and the default switch (every class switching
     after its first visit) agree along real encodings and a random walk (a length-bounded
-    string near its bound, keys, numbers and string items for the schema)."""
+    string near its bound, keys, numbers and string items for the schema). The parser's stores
+    start tiny, so walks and boundary plans pause for them to grow and resume."""
+    from constrain.cfg.fast_earley import FastEarley
+
+    monkeypatch.setattr(FastEarley, "initial_contexts", 2)
+    monkeypatch.setattr(FastEarley, "initial_sets", 2)
     tok, index = real_vocab("smollm2")
 
     def build(nodes):
