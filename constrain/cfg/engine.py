@@ -1144,7 +1144,6 @@ class CFGCompiledGrammar(CompiledGrammar):
         buffers = self._walk_buffers(trie)
         if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
             return words, *self._combined_mask_of(configs, buffers, words, False)
-        nodes = trie_nodes(trie)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
@@ -1239,10 +1238,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         """Token-id words of the tokens that cross a boundary of configuration ``(c, state of the
         class whose events are`` ``boundary``): planned and walked in one numba call
         (``_boundary_walk``), or None when there are too many crossings (the combined walk)."""
-        terms, ptr, kids, kid_bytes, limit = boundary
+        terms, ptr, kids, kid_bytes, roots, root_c, root_g = boundary
         words = np.zeros(self._n_words, dtype=np.uint32)
-        roots = np.empty(limit, dtype=np.int32)
-        root_c, root_g = np.empty_like(roots), np.empty_like(roots)
         plan = np.full(1, -1, dtype=np.int64)
         while True:
             status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, ptr, kids, kid_bytes, roots,
@@ -1362,7 +1359,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             acc_ptr, acc_terms = self.lexers.arrays()
             kids = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, terms, nodes.byte,
                                            nodes.skip, np.int64(KIDS_PER_ROOT * limit))
-            boundary = None if kids is None else (terms, *kids, limit)
+            # (+ the plan's root buffers, reused by every context: the walks run under the lock)
+            boundary = None if kids is None else (terms, *kids, *np.empty((3, limit), dtype=np.int32))
         hit = (inside, boundary)
         self._lexer_parts[cls] = hit
         return hit
