@@ -227,31 +227,34 @@ _BOUNDED_TEXTS = ['{"name":"Ada Lovelace","tags":["a","bc","Zürich","x y"],"n":
                   '{"name":"","tags":[],"n":-5}', '{"n":900,"name":"éé","tags":["123456","q"]}']
 
 
-@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "schema"])
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf", "arithmetic.gbnf",
+                                 "schema"])
 def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypatch):
     """A mask is one combined walk of the trie carrying the configuration set, or, for a lexer
     state class whose combined walk was big, the split walk (the class's lexer part, shared by
-    every context, plus the boundary crossings of each context). The policy only changes speed:
-    masks under "always combined", "always split" and the default switch (every class switching
-    after its first visit) agree along real encodings and a random walk (a length-bounded
-    string near its bound, keys, numbers and string items for the schema). The parser's stores
-    start tiny, so walks and boundary plans pause for them to grow and resume."""
+    every context, plus the boundary crossings of each context, whose roots may be split again:
+    ``_nested_part``). The policy only changes speed: masks under "always combined", "always
+    split" (never nested), "always split, always nested" and the default switch (every class
+    switching after its first visit) agree along real encodings and a random walk (a
+    length-bounded string near its bound, keys, numbers and string items for the schema). The
+    parser's stores start tiny, so walks and boundary plans pause for them to grow and resume."""
     from constrain.cfg.fast_earley import FastEarley
 
     monkeypatch.setattr(FastEarley, "initial_contexts", 2)
     monkeypatch.setattr(FastEarley, "initial_sets", 2)
     tok, index = real_vocab("smollm2")
 
-    def build(nodes):
+    def build(nodes, nested_min=-1):
         if key == "schema":
             g = Grammar.from_json_schema(_BOUNDED_SCHEMA, property_order="any")
             compiled = constrain.compile(g, index, cache=False)
         else:
             compiled = CFGCompiledGrammar(_source(key)[1], index, description=key)
         compiled.shared_walk_nodes = nodes
+        compiled.nested_min_nodes = nested_min
         return compiled
 
-    combined, split, switching = build(10**12), build(-1), build(0)
+    combined, split, nested, switching = build(10**12), build(-1), build(-1, 0), build(0, 0)
     if key == "schema":
         texts = _BOUNDED_TEXTS
     else:
@@ -259,10 +262,11 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
     rnd = random.Random(_seed(key) + 22)
     for text in texts:
         ids = list(tok.encode(text, add_special_tokens=False))
-        ms = [c.matcher() for c in (combined, split, switching)]
+        ms = [c.matcher() for c in (combined, split, nested, switching)]
         for k in range(len(ids) + 3):
             words = [_mask(m, index) for m in ms]
-            assert (words[0] == words[1]).all() and (words[0] == words[2]).all(), (key, index.decode_bytes(ids[:k]))
+            for w in words[1:]:
+                assert (words[0] == w).all(), (key, index.decode_bytes(ids[:k]))
             allowed = sorted(_ids(words[0], index) - set(index.eos_token_ids))
             if k < len(ids):
                 assert _bit(words[0], ids[k]), (key, index.decode_bytes(ids[:k]))
@@ -272,6 +276,7 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
             for m in ms:
                 m.advance(t)
     assert switching._shared, "no class switched to the split walk: the test no longer covers it"
+    assert any(isinstance(k, tuple) for k in nested._lexer_parts), "no boundary was split again"
 
 
 def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():

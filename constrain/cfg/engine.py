@@ -19,6 +19,7 @@ dictionary lookup.
 
 from __future__ import annotations
 
+import os
 import threading
 
 import numba
@@ -50,7 +51,10 @@ FRONTIER_SAVED_PER_ROOT = 16  # ... nor one with more roots than 1/16 of that (e
 KIDS_PER_ROOT = 16  # a class whose event nodes have more children than this many times the roots limit: combined
 DENSE_BOUNDARY = -1  # ``_boundary_plan``: more roots than the limit (the configuration takes the combined walk)
 PAUSED = -2  # ``_boundary_plan``: Python must serve ``need`` first
+NESTED = 5  # ``_boundary_walk`` status: the roots' subtrees are big; split them again (``_nested_part``)
+NESTED_MIN_NODES = 16384  # ... more than this many trie nodes in all, below one configuration
 _NO_EVENTS = ()  # ``_lexer_part``: a class with no event node (no token crosses a boundary from it)
+_WHOLE_TRIE = np.empty(0, dtype=np.int32)  # ``_walk_lexer``'s roots: none given, the whole trie
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
@@ -418,10 +422,12 @@ def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - nu
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
+def _walk_lexer(lx, start, roots, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
                 out_words, ev_node, ev_state, ended):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
-    where a terminal may end (events: the only places the parser is ever consulted).
+    where a terminal may end (events: the only places the parser is ever consulted). ``roots``:
+    the subtrees walked, each read from ``start`` (a boundary's roots, ``_nested_part``); empty:
+    the whole trie.
 
     Where the state reached loops on every byte of a subtree (``loops`` vs ``sub_bytes``: the body
     of a JSON string, the letters of an identifier), the subtree is accepted whole without
@@ -438,37 +444,42 @@ def _walk_lexer(lx, start, byte, depth, skip, token, sub_bytes, sub_start, trie_
     acc_ptr = lx[LX_ACC_PTR]
     acc_terms = lx[LX_ACC_TERMS]
     stack = np.empty(max_depth + 2, dtype=np.int32)
-    stack[0] = start
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
-    n = byte.shape[0]
     n_ev = 0
-    i = 0
-    while i < n:
-        d = depth[i]
-        g = stack[d]
-        if not expanded[g]:
-            status = ensure_expanded(lx, g)
-            if status != READY:
-                return -status
-        g2 = trans[g, byte[i]]
-        if g2 < 0:  # (tested first: a dead byte is no loop byte, and most children die)
-            i = skip[i]
-            continue
-        if _loops_cover(sub_bytes, i, loops, g):
-            i = _accept_subtree(ordered, sub_start, skip, i)
-            continue
-        g = g2
-        stack[d + 1] = g
-        if acc_ptr[g + 1] > acc_ptr[g]:
-            ev_node[n_ev] = i
-            ev_state[n_ev] = g
-            n_ev += 1
-            for a in range(acc_ptr[g], acc_ptr[g + 1]):
-                ended[acc_terms[a]] = True
-        t = token[i]
-        if t >= 0:
-            out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-        i += 1
+    for r in range(max(roots.shape[0], 1)):
+        if roots.shape[0] == 0:
+            i = 0
+            end = byte.shape[0]
+        else:
+            i = roots[r]
+            end = skip[i]
+        stack[depth[i]] = start
+        while i < end:
+            d = depth[i]
+            g = stack[d]
+            if not expanded[g]:
+                status = ensure_expanded(lx, g)
+                if status != READY:
+                    return -status
+            g2 = trans[g, byte[i]]
+            if g2 < 0:  # (tested first: a dead byte is no loop byte, and most children die)
+                i = skip[i]
+                continue
+            if _loops_cover(sub_bytes, i, loops, g):
+                i = _accept_subtree(ordered, sub_start, skip, i)
+                continue
+            g = g2
+            stack[d + 1] = g
+            if acc_ptr[g + 1] > acc_ptr[g]:
+                ev_node[n_ev] = i
+                ev_state[n_ev] = g
+                n_ev += 1
+                for a in range(acc_ptr[g], acc_ptr[g + 1]):
+                    ended[acc_terms[a]] = True
+            t = token[i]
+            if t >= 0:
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            i += 1
     _ordered_to_words(ordered, trie_ids, all_words, out_words)
     return n_ev
 
@@ -541,51 +552,57 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 @numba.njit(cache=True, nogil=True)
 def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap):  # pragma: no cover
-    """Per terminal ``terms[k]``: the children of the event nodes where it may end (nodes
-    ``kids[ptr[k]:ptr[k + 1]]``, their bytes ``kid_bytes``), the only places a token can cross that
-    boundary; context-independent, listed once per lexer state class. None past ``cap`` children
-    in all (the class takes the combined walk)."""
-    ptr = np.zeros(terms.shape[0] + 1, dtype=np.int64)
-    kids = np.empty(min(cap, 1024), dtype=np.int32)
-    n = 0
-    for k in range(terms.shape[0]):
-        t = terms[k]
-        for e in range(ev_node.shape[0]):
-            g = ev_state[e]
-            ok = False
-            for a in range(acc_ptr[g], acc_ptr[g + 1]):
-                if acc_terms[a] == t:
-                    ok = True
-                    break
-            if not ok:
-                continue
-            node = ev_node[e]
-            j = node + 1
-            end = skip[node]
-            while j < end:
-                if n == kids.shape[0]:
-                    if n == cap:
-                        return None
-                    grown = np.empty(min(2 * n, cap), dtype=np.int32)
-                    grown[:n] = kids
-                    kids = grown
-                kids[n] = j
-                n += 1
-                j = skip[j]
-        ptr[k + 1] = n
-    kids = kids[:n].copy()
-    kid_bytes = np.empty(n, dtype=np.uint8)
-    for j in range(n):
-        kid_bytes[j] = byte[kids[j]]
-    return ptr, kids, kid_bytes
+    """Per terminal ``terms[k]`` and byte ``b``: the children of the event nodes where it may end
+    whose byte is ``b`` (nodes ``kids[ptr[256 * k + b]:ptr[256 * k + b + 1]]``), the only places a
+    token can cross that boundary; context-independent, listed once per lexer state class, so that
+    a context's plan reads only the children its next lexer start can read (scanning every child
+    per context was most of a small plan's cost). None past ``cap`` children in all (the class
+    takes the combined walk)."""
+    ptr = np.zeros(256 * terms.shape[0] + 1, dtype=np.int64)
+    for pass_ in range(2):  # count per (terminal, byte), then place
+        if pass_ == 1:
+            total = 0
+            for k in range(ptr.shape[0] - 1):  # ptr[x + 1] held the count of slot x
+                cnt = ptr[k + 1]
+                ptr[k + 1] = total
+                total += cnt
+            kids = np.empty(total, dtype=np.int32)
+        n = 0
+        for k in range(terms.shape[0]):
+            t = terms[k]
+            for e in range(ev_node.shape[0]):
+                g = ev_state[e]
+                ok = False
+                for a in range(acc_ptr[g], acc_ptr[g + 1]):
+                    if acc_terms[a] == t:
+                        ok = True
+                        break
+                if not ok:
+                    continue
+                node = ev_node[e]
+                j = node + 1
+                end = skip[node]
+                while j < end:
+                    slot = 256 * k + byte[j]
+                    if pass_ == 0:
+                        n += 1
+                        if n > cap:
+                            return None
+                        ptr[slot + 1] += 1
+                    else:
+                        kids[ptr[slot + 1]] = j
+                        ptr[slot + 1] += 1
+                    j = skip[j]
+    return ptr, kids
 
 
 @numba.njit(cache=True, nogil=True)
-def _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g):  # pragma: no cover - numba
+def _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g):  # pragma: no cover - numba
     """Roots of the tokens that cross a boundary of configuration ``(c, state of the class)``:
     for each terminal that may end at an event, the contexts after it (``c`` itself for an ignored
     terminal, ``c``'s child when ``c`` expects it; computed inline, with their lexer blocks, as the
-    walks do) and, per such context, the event children whose byte its lexer start reads. Returns
+    walks do) and, per such context, the event children whose byte its lexer start reads (listed
+    per byte: ``_event_children_by_term``). Returns
     the number of roots, ``DENSE_BOUNDARY`` past ``roots``' size, or ``PAUSED`` when Python must
     act first (``a.need``, as the walks set it; then call again)."""
     lx = a.lx
@@ -631,10 +648,15 @@ def _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g):  #
                 if status != READY:
                     need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                     return PAUSED
-            for j in range(ptr[k], ptr[k + 1]):
-                if trans[s2, kid_bytes[j]] >= 0:
-                    if n == limit:
-                        return DENSE_BOUNDARY
+            base = 256 * k
+            for b in range(256):
+                lo = ptr[base + b]
+                hi = ptr[base + b + 1]
+                if lo == hi or trans[s2, b] < 0:
+                    continue
+                if n + hi - lo > limit:
+                    return DENSE_BOUNDARY
+                for j in range(lo, hi):
                     roots[n] = kids[j]
                     root_c[n] = c2
                     root_g[n] = s2
@@ -643,23 +665,45 @@ def _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g):  #
 
 
 @numba.njit(cache=True, nogil=True)
-def _boundary_walk(a, words, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g, plan):  # pragma: no cover
+def _boundary_walk(a, words, c, terms, ptr, kids, roots, root_c, root_g, plan, nested_min):  # pragma: no cover
     """The boundary-crossing tokens of configuration ``(c, state of the class)`` in one call:
     ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
-    below the roots into token-id ``words``. Returns ``DENSE_BOUNDARY``, or the walk's status
-    (1: serve ``a.need`` and call again with the same arrays; the plan is kept)."""
+    below the roots into token-id ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the roots'
+    subtrees hold more than ``nested_min`` nodes (-1: no limit; the caller splits them again,
+    ``_nested_part``); or the walk's status (1: serve ``a.need`` and call again with the same
+    arrays; the plan is kept)."""
+    start = False
     if plan[0] < 0:
-        n = _boundary_plan(a, c, terms, ptr, kids, kid_bytes, roots, root_c, root_g)
+        n = _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g)
         if n == PAUSED:
             return 1
         if n == DENSE_BOUNDARY:
             return DENSE_BOUNDARY
         plan[0] = n
+        if nested_min >= 0 and n > 0:  # (one configuration below every root: the case that recurs)
+            skip = a.skip
+            size = 0
+            for k in range(n):
+                if root_c[k] != root_c[0] or root_g[k] != root_g[0]:
+                    size = -1
+                    break
+                size += skip[roots[k]] - roots[k]
+            if size > nested_min:
+                return NESTED
+        start = True
+    n = plan[0]
+    return _roots_walk(a, words, roots[:n], root_c[:n], root_g[:n], start)
+
+
+@numba.njit(cache=True, nogil=True)
+def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - numba
+    """``_walk_subtrees`` below ``roots``, each from its one configuration, into token-id
+    ``words`` (``start``: False resumes a paused walk). Returns the walk's status."""
+    if start:
         a.ordered[:] = 0
         a.pos[0] = 0
         a.pos[1] = -1
-    n = plan[0]
-    status = _walk_subtrees_of(a, roots[:n], root_c[:n], root_g[:n], words)
+    status = _walk_subtrees_of(a, roots, root_c, root_g, words)
     if status == 0:
         _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
     return status
@@ -972,13 +1016,17 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._masks: dict[int, MaskEntry] = {}
         # configurations no token can tell apart: (context, state class) pairs, a set of them or one pair
         self._class_masks: dict[frozenset | tuple[int, int], MaskEntry] = {}
-        self._lexer_parts: dict[int, tuple] = {}  # lexer state class -> (inside bits, event nodes, states)
+        # lexer state class (or (class, a boundary's roots as bytes): ``_nested_part``) -> (inside bits, boundary)
+        self._lexer_parts: dict[int | tuple[int, bytes], tuple] = {}
         self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
         self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
         self._shared: set[int] = set()  # lexer state classes whose masks take the split walk
         # a class whose combined walk visited more trie nodes than this takes the split walk from
         # then on (its lexer part is then shared by every context); negative: always the split walk
         self.shared_walk_nodes = SHARED_WALK_NODES
+        # boundary roots whose subtrees hold more trie nodes than this are split again (``_nested_part``);
+        # negative: never
+        self.nested_min_nodes = int(os.environ.get("CONSTRAIN_NESTED_MIN", NESTED_MIN_NODES))
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
@@ -1234,20 +1282,57 @@ class CFGCompiledGrammar(CompiledGrammar):
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
 
-    def _boundary_mask(self, c: int, boundary: tuple) -> np.ndarray | None:
+    def _boundary_mask(self, c: int, boundary: tuple, nested: bool = True) -> np.ndarray | None:
         """Token-id words of the tokens that cross a boundary of configuration ``(c, state of the
         class whose events are`` ``boundary``): planned and walked in one numba call
-        (``_boundary_walk``), or None when there are too many crossings (the combined walk)."""
-        terms, ptr, kids, kid_bytes, roots, root_c, root_g = boundary
+        (``_boundary_walk``), or None when there are too many crossings (the combined walk). Roots
+        whose subtrees are big, all read from one configuration, are split again once
+        (``_nested_part``; ``nested``: whether they may be)."""
+        terms, ptr, kids, roots, root_c, root_g = boundary
         words = np.zeros(self._n_words, dtype=np.uint32)
         plan = np.full(1, -1, dtype=np.int64)
+        nested_min = np.int64(self.nested_min_nodes if nested else -1)
         while True:
-            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, ptr, kids, kid_bytes, roots,
-                                    root_c, root_g, plan)
+            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, ptr, kids, roots, root_c, root_g,
+                                    plan, nested_min)
             if status == 0:
                 return words
             if status == DENSE_BOUNDARY:
                 return None
+            if status == NESTED:
+                return self._nested_part(roots[:int(plan[0])].copy(), int(root_c[0]), int(root_g[0]), words)
+            if status == 2:
+                raise self._too_ambiguous_in_token()
+            self._serve(self._buffers.need)
+
+    def _nested_part(self, roots: np.ndarray, c2: int, g2: int, words: np.ndarray) -> np.ndarray:
+        """The crossing tokens below big boundary ``roots``, each read from configuration ``(c2,
+        g2)``, split as a configuration's mask is: the tokens that stay inside the lexer from
+        ``g2`` (walked once per lexer class and root set, shared by every context: ``_lexer_part``)
+        plus the crossings below its own events, from ``c2`` (``_boundary_mask``, not split again).
+        A whitespace state's roots are every `` word`` token of the vocabulary: walked with the
+        parser in every new context, they cost ~400 us a mask on Llama 3 (arithmetic.gbnf after
+        ``(`` or ``=``); what a context adds below them is a few crossings."""
+        inside, boundary = self._lexer_part(g2, roots)
+        words |= inside
+        if boundary is _NO_EVENTS:
+            return words
+        part = None if boundary is None else self._boundary_mask(c2, boundary, nested=False)
+        if part is None:  # (crossings everywhere below: the parser walks the roots)
+            part = self._roots_mask(roots, np.full(len(roots), c2, dtype=np.int32), np.full(len(roots), g2, dtype=np.int32))
+        words |= part
+        return words
+
+    def _roots_mask(self, roots: np.ndarray, root_c: np.ndarray, root_g: np.ndarray) -> np.ndarray:
+        """Token-id words of the tokens below ``roots``, each walked with the parser from its one
+        configuration (``_roots_walk``)."""
+        words = np.zeros(self._n_words, dtype=np.uint32)
+        start = True
+        while True:
+            status = _roots_walk(self._walk_args(), words, roots, root_c, root_g, start)
+            start = False
+            if status == 0:
+                return words
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(self._buffers.need)
@@ -1327,12 +1412,14 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._args_tables = (lx, p.S, p.X)
         return args
 
-    def _lexer_part(self, g: int):
+    def _lexer_part(self, g: int, roots: np.ndarray | None = None):
         """(tokens staying inside the lexer from ``g``, its boundary: the children of the nodes
         where a terminal may end, per terminal, for ``_boundary_walk``; ``_NO_EVENTS`` when there
-        are none, None when they are too many), per state class."""
+        are none, None when they are too many), per state class; of the whole trie, or of the
+        subtrees of ``roots`` each read from ``g`` (``_nested_part``)."""
         cls = int(self.lexers.mask_class[g])
-        hit = self._lexer_parts.get(cls)
+        key = cls if roots is None else (cls, roots.tobytes())
+        hit = self._lexer_parts.get(key)
         if hit is not None:
             return hit
         trie = self.index.trie
@@ -1343,14 +1430,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         ev_node, ev_state = self._event_buffers
         ended = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         sub_bytes = walk_byte_sets(nodes)
+        below = _WHOLE_TRIE if roots is None else roots
         while True:
-            n_ev = _walk_lexer(self.lexers.lx, np.int32(g), nodes.byte, nodes.depth, nodes.skip, nodes.token,
+            n_ev = _walk_lexer(self.lexers.lx, np.int32(g), below, nodes.byte, nodes.depth, nodes.skip, nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
                                inside, ev_node, ev_state, ended)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)
             inside[:] = 0
+            ended[:] = False
         boundary = _NO_EVENTS
         if n_ev:
             # the event children per terminal, listed once per class (None: too many, the combined walk)
@@ -1362,7 +1451,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             # (+ the plan's root buffers, reused by every context: the walks run under the lock)
             boundary = None if kids is None else (terms, *kids, *np.empty((3, limit), dtype=np.int32))
         hit = (inside, boundary)
-        self._lexer_parts[cls] = hit
+        self._lexer_parts[key] = hit
         return hit
 
     def _finished_mask(self) -> MaskEntry:
