@@ -552,52 +552,71 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 @numba.njit(cache=True, nogil=True)
 def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap):  # pragma: no cover
-    """Per terminal ``terms[k]`` and byte ``b``: the children of the event nodes where it may end
-    whose byte is ``b`` (nodes ``kids[ptr[256 * k + b]:ptr[256 * k + b + 1]]``), the only places a
-    token can cross that boundary; context-independent, listed once per lexer state class, so that
-    a context's plan reads only the children its next lexer start can read (scanning every child
-    per context was most of a small plan's cost). None past ``cap`` children in all (the class
-    takes the combined walk)."""
-    ptr = np.zeros(256 * terms.shape[0] + 1, dtype=np.int64)
+    """The children of the event nodes where terminal ``terms[k]`` may end, grouped by byte: its
+    groups are ``term_ptr[k]:term_ptr[k + 1]``, group ``j`` holds the children of byte
+    ``group_byte[j]``, nodes ``kids[kid_ptr[j]:kid_ptr[j + 1]]``. These are the only places a token
+    can cross that boundary; context-independent, listed once per lexer state class, so that a
+    context's plan reads only the groups its next lexer start can read (scanning every child per
+    context was most of a small plan's cost). None past ``cap`` children in all (the class takes
+    the combined walk)."""
+    n_terms = terms.shape[0]
+    k_of = np.full(terms.max() + 1 if n_terms else 1, -1, dtype=np.int64)  # terminal -> its index k
+    for k in range(n_terms):
+        k_of[terms[k]] = k
+    count = np.zeros(256 * n_terms, dtype=np.int64)
+    kids = np.empty(0, dtype=np.int32)
+    slot_start = np.empty(0, dtype=np.int64)
     for pass_ in range(2):  # count per (terminal, byte), then place
         if pass_ == 1:
+            slot_start = np.empty(256 * n_terms, dtype=np.int64)
             total = 0
-            for k in range(ptr.shape[0] - 1):  # ptr[x + 1] held the count of slot x
-                cnt = ptr[k + 1]
-                ptr[k + 1] = total
-                total += cnt
+            for x in range(256 * n_terms):
+                slot_start[x] = total
+                total += count[x]
             kids = np.empty(total, dtype=np.int32)
         n = 0
-        for k in range(terms.shape[0]):
-            t = terms[k]
-            for e in range(ev_node.shape[0]):
-                g = ev_state[e]
-                ok = False
-                for a in range(acc_ptr[g], acc_ptr[g + 1]):
-                    if acc_terms[a] == t:
-                        ok = True
-                        break
-                if not ok:
+        for e in range(ev_node.shape[0]):
+            g = ev_state[e]
+            node = ev_node[e]
+            for a in range(acc_ptr[g], acc_ptr[g + 1]):
+                t = acc_terms[a]
+                k = k_of[t] if t < k_of.shape[0] else -1
+                if k < 0:
                     continue
-                node = ev_node[e]
                 j = node + 1
                 end = skip[node]
                 while j < end:
-                    slot = 256 * k + byte[j]
+                    x = 256 * k + byte[j]
                     if pass_ == 0:
                         n += 1
                         if n > cap:
                             return None
-                        ptr[slot + 1] += 1
+                        count[x] += 1
                     else:
-                        kids[ptr[slot + 1]] = j
-                        ptr[slot + 1] += 1
+                        kids[slot_start[x]] = j
+                        slot_start[x] += 1
                     j = skip[j]
-    return ptr, kids
+    n_groups = 0
+    for x in range(256 * n_terms):
+        if count[x]:
+            n_groups += 1
+    term_ptr = np.zeros(n_terms + 1, dtype=np.int64)
+    group_byte = np.empty(n_groups, dtype=np.int32)
+    kid_ptr = np.zeros(n_groups + 1, dtype=np.int64)
+    j = 0
+    for k in range(n_terms):
+        for b in range(256):
+            c = count[256 * k + b]
+            if c:
+                group_byte[j] = b
+                kid_ptr[j + 1] = slot_start[256 * k + b]  # (its end, after placing)
+                j += 1
+        term_ptr[k + 1] = j
+    return term_ptr, group_byte, kid_ptr, kids
 
 
 @numba.njit(cache=True, nogil=True)
-def _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g):  # pragma: no cover - numba
+def _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g):  # pragma: no cover - numba
     """Roots of the tokens that cross a boundary of configuration ``(c, state of the class)``:
     for each terminal that may end at an event, the contexts after it (``c`` itself for an ignored
     terminal, ``c``'s child when ``c`` expects it; computed inline, with their lexer blocks, as the
@@ -648,12 +667,11 @@ def _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g):  # pragma: no
                 if status != READY:
                     need[0] = NEED_LEXER_ROOM if status == NEED_ROOM else LEXER_FULL
                     return PAUSED
-            base = 256 * k
-            for b in range(256):
-                lo = ptr[base + b]
-                hi = ptr[base + b + 1]
-                if lo == hi or trans[s2, b] < 0:
+            for grp in range(term_ptr[k], term_ptr[k + 1]):
+                if trans[s2, group_byte[grp]] < 0:
                     continue
+                lo = kid_ptr[grp]
+                hi = kid_ptr[grp + 1]
                 if n + hi - lo > limit:
                     return DENSE_BOUNDARY
                 for j in range(lo, hi):
@@ -665,7 +683,8 @@ def _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g):  # pragma: no
 
 
 @numba.njit(cache=True, nogil=True)
-def _boundary_walk(a, words, c, terms, ptr, kids, roots, root_c, root_g, plan, nested_min):  # pragma: no cover
+def _boundary_walk(a, words, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g, plan,
+                   nested_min):  # pragma: no cover
     """The boundary-crossing tokens of configuration ``(c, state of the class)`` in one call:
     ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
     below the roots into token-id ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the roots'
@@ -674,7 +693,7 @@ def _boundary_walk(a, words, c, terms, ptr, kids, roots, root_c, root_g, plan, n
     arrays; the plan is kept)."""
     start = False
     if plan[0] < 0:
-        n = _boundary_plan(a, c, terms, ptr, kids, roots, root_c, root_g)
+        n = _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g)
         if n == PAUSED:
             return 1
         if n == DENSE_BOUNDARY:
@@ -1288,13 +1307,13 @@ class CFGCompiledGrammar(CompiledGrammar):
         (``_boundary_walk``), or None when there are too many crossings (the combined walk). Roots
         whose subtrees are big, all read from one configuration, are split again once
         (``_nested_part``; ``nested``: whether they may be)."""
-        terms, ptr, kids, roots, root_c, root_g = boundary
+        terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g = boundary
         words = np.zeros(self._n_words, dtype=np.uint32)
         plan = np.full(1, -1, dtype=np.int64)
         nested_min = np.int64(self.nested_min_nodes if nested else -1)
         while True:
-            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, ptr, kids, roots, root_c, root_g,
-                                    plan, nested_min)
+            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, term_ptr, group_byte, kid_ptr, kids,
+                                    roots, root_c, root_g, plan, nested_min)
             if status == 0:
                 return words
             if status == DENSE_BOUNDARY:
