@@ -19,7 +19,6 @@ dictionary lookup.
 
 from __future__ import annotations
 
-import os
 import threading
 
 import numba
@@ -52,7 +51,7 @@ KIDS_PER_ROOT = 16  # a class whose event nodes have more children than this man
 DENSE_BOUNDARY = -1  # ``_boundary_plan``: more roots than the limit (the configuration takes the combined walk)
 PAUSED = -2  # ``_boundary_plan``: Python must serve ``need`` first
 NESTED = 5  # ``_boundary_walk`` status: the roots' subtrees are big; split them again (``_nested_part``)
-NESTED_MIN_NODES = 16384  # ... more than this many trie nodes in all, below one configuration
+NESTED_MIN_NODES = 2048  # ... more than this many trie nodes in all, below one configuration
 _NO_EVENTS = ()  # ``_lexer_part``: a class with no event node (no token crosses a boundary from it)
 _WHOLE_TRIE = np.empty(0, dtype=np.int32)  # ``_walk_lexer``'s roots: none given, the whole trie
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
@@ -1045,7 +1044,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.shared_walk_nodes = SHARED_WALK_NODES
         # boundary roots whose subtrees hold more trie nodes than this are split again (``_nested_part``);
         # negative: never
-        self.nested_min_nodes = int(os.environ.get("CONSTRAIN_NESTED_MIN", NESTED_MIN_NODES))
+        self.nested_min_nodes = NESTED_MIN_NODES
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
