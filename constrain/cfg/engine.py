@@ -1337,7 +1337,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             return words
         part = None if boundary is None else self._boundary_mask(c2, boundary, nested=False)
         if part is None:  # (crossings everywhere below: the parser walks the roots)
-            part = self._roots_mask(roots, np.full(len(roots), c2, dtype=np.int32), np.full(len(roots), g2, dtype=np.int32))
+            n = len(roots)
+            part = self._roots_mask(roots, np.full(n, c2, dtype=np.int32), np.full(n, g2, dtype=np.int32))
         words |= part
         return words
 
