@@ -445,13 +445,10 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, token, sub_bytes, sub_start
     stack = np.empty(max_depth + 2, dtype=np.int32)
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
     n_ev = 0
-    for r in range(max(roots.shape[0], 1)):
-        if roots.shape[0] == 0:
-            i = 0
-            end = byte.shape[0]
-        else:
-            i = roots[r]
-            end = skip[i]
+    n_roots = roots.shape[0]
+    for r in range(max(n_roots, 1)):  # (no roots: one range, the whole trie)
+        i = roots[r] if n_roots else 0
+        end = skip[i] if n_roots else byte.shape[0]
         stack[depth[i]] = start
         while i < end:
             d = depth[i]
@@ -620,9 +617,9 @@ def _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root
     for each terminal that may end at an event, the contexts after it (``c`` itself for an ignored
     terminal, ``c``'s child when ``c`` expects it; computed inline, with their lexer blocks, as the
     walks do) and, per such context, the event children whose byte its lexer start reads (listed
-    per byte: ``_event_children_by_term``). Returns
-    the number of roots, ``DENSE_BOUNDARY`` past ``roots``' size, or ``PAUSED`` when Python must
-    act first (``a.need``, as the walks set it; then call again)."""
+    per byte: ``_event_children_by_term``). Returns the number of roots, ``DENSE_BOUNDARY`` past
+    ``roots``' size, or ``PAUSED`` when Python must act first (``a.need``, as the walks set it;
+    then call again)."""
     lx = a.lx
     S = a.S
     trans = lx[LX_TRANS]
