@@ -216,6 +216,7 @@ class Ours(Lib):
         import constrain
 
         self.constrain = constrain
+        self.word_boundaries = False  # Lark grammars read with ``word_boundaries=True`` (set per case)
 
     def prepare(self, tok, use_cache: bool = False):
         """``TokenizerIndex.from_hf`` plus the lazily derived walk structures (byte trie, trie nodes),
@@ -232,6 +233,11 @@ class Ours(Lib):
             g = c.Grammar.from_regex(source)
         elif kind == "json":
             g = c.Grammar.from_json_schema(source)  # type: ignore[attr-defined]
+        elif kind == "lark" and self.word_boundaries:
+            try:
+                g = c.Grammar.from_lark(source, word_boundaries=True)  # type: ignore[attr-defined]
+            except TypeError:  # a checkout from before word boundaries (the base of an A/B run)
+                g = c.Grammar.from_lark(source)  # type: ignore[attr-defined]
         elif kind == "lark":
             g = c.Grammar.from_lark(source)  # type: ignore[attr-defined]
         elif kind == "gbnf":

@@ -34,7 +34,7 @@ def worker(key: str) -> None:
 
     sys.path.insert(0, str(HERE))
     from _common import Ours, canonical_tokens, load_hf_tokenizer
-    from bench_cfg import CASES, case_source
+    from bench_cfg import CASES, WORD_BOUNDARY_CASES, case_source
 
     print(f"constrain from {constrain.__file__}", file=sys.stderr)
     tok = load_hf_tokenizer(key)
@@ -47,6 +47,7 @@ def worker(key: str) -> None:
         case = line.strip()
         kind, text = case_source(case)
         ids = canonical_tokens(tok, CASES[case][2])
+        ours.word_boundaries = case in WORD_BOUNDARY_CASES
         m = ours.compile(index, kind, text).matcher()
         total = 0
         for t in ids:

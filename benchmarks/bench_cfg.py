@@ -85,6 +85,9 @@ CASES: dict[str, tuple[str, str, str, str]] = {
     "python_expr": ("lark", "python_expr.lark", PYTHON_INSTANCE, "bundled python_expr.lark"),
 }
 
+# read with word boundaries, as ``constrain.grammars.load`` reads these bundled grammars
+WORD_BOUNDARY_CASES = frozenset({"sql_select", "python_expr"})
+
 LIB_ORDER = ["constrain", "xgrammar", "llguidance"]
 METRICS = [("mean", "mean"), ("p50", "p50"), ("p99", "p99"), ("max", "max (incl. first visits)")]
 
@@ -106,7 +109,7 @@ def check_instances() -> None:
     tiny = TokenizerIndex.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
     for case in CASES:
         kind, text = case_source(case)
-        g = Grammar.from_gbnf(text) if kind == "gbnf" else Grammar.from_lark(text)
+        g = Grammar.from_gbnf(text) if kind == "gbnf" else Grammar.from_lark(text, word_boundaries=case in WORD_BOUNDARY_CASES)
         assert CFGCompiledGrammar(g._ast, tiny).accepts_text(CASES[case][2]), case
         if kind == "lark":
             lark.Lark(text, parser="earley", lexer="dynamic_complete").parse(CASES[case][2])
@@ -149,6 +152,8 @@ def run_tokenizer(key: str, libs, args, out: Report) -> dict:
             if lib.name not in infos or (lib.name != "constrain" and kind not in lib.kinds):
                 continue
             log(f"{label} / {case} / {lib.name}")
+            if lib.name == "constrain":
+                lib.word_boundaries = case in WORD_BOUNDARY_CASES
             r = run_case(lib, infos[lib.name], kind, text, case, ids, eos_ids, vocab, passes,
                          compile_reps=reps, pieces=piece)
             results[case][lib.name] = r

@@ -19,6 +19,7 @@ class Grammar:
     _ast: Any = field(default=None, compare=False, hash=False, repr=False)
     dialect: str = ""  # for kind "cfg": "lark" | "gbnf"
     start: str = ""  # for kind "cfg": the start rule
+    word_boundaries: bool = False  # for kind "cfg" (see ``from_lark``)
 
     @classmethod
     def from_regex(cls, pattern: str, flags: int | re.RegexFlag = 0) -> "Grammar":
@@ -33,18 +34,27 @@ class Grammar:
         return cls(kind="regex", source=pattern, flags=int(flags), _ast=ast)
 
     @classmethod
-    def from_lark(cls, text: str, start: str = "start") -> "Grammar":
+    def from_lark(cls, text: str, start: str = "start", word_boundaries: bool = False) -> "Grammar":
         """A context-free grammar in Lark syntax (``%import common.*``, ``%ignore``, templates,
         EBNF operators, ``"kw"i``), starting at rule ``start``.
 
         The language is what Lark's Earley parser with ``lexer="dynamic_complete"`` accepts:
         terminals are matched without maximal munch and ``%ignore`` terminals may appear between
         any two terminals. Priorities are ignored (they never change which strings parse).
+
+        ``word_boundaries=True``: two terminals may not meet between two word characters
+        (``[0-9A-Za-z_]``): ``SELECTname`` is then one identifier, never ``SELECT`` + ``name``, as a
+        maximal-munch tokenizer reads code; a space (an ``%ignore`` terminal) separates them.
+        (Lark's Earley accepts the same language when every terminal's pattern is prefixed with
+        ``(?:(?<![0-9A-Za-z_])|(?![0-9A-Za-z_]))``.) It also makes masks cheaper: a name no
+        longer ends at every letter. The bundled code grammars (``sql_select``, ``python_expr``)
+        use it.
         """
         from constrain.cfg.lark_frontend import cfg_from_lark
 
         cfg = cfg_from_lark(text, start=start)
-        return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start)
+        cfg.word_boundaries = bool(word_boundaries)
+        return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start, word_boundaries=bool(word_boundaries))
 
     @classmethod
     def from_gbnf(cls, text: str) -> "Grammar":
@@ -109,7 +119,7 @@ class Grammar:
     def key(self) -> tuple:
         """Identity for caching compiled grammars."""
         if self.kind == "cfg":
-            return (self.kind, self.dialect, self.source, self.start)
+            return (self.kind, self.dialect, self.source, self.start, self.word_boundaries)
         return (self.kind, self.source, self.flags)
 
     @property

@@ -13,6 +13,9 @@ from pathlib import Path
 from constrain.grammar import Grammar
 
 _EXTENSIONS = (".lark", ".gbnf")
+# bundled Lark grammars of code read with word boundaries (``Grammar.from_lark``): a keyword glued
+# to a name ("SELECTname") is one name, as the language's own tokenizer reads it
+_WORD_BOUNDARIES = frozenset({"sql_select.lark", "python_expr.lark"})
 
 
 @lru_cache(maxsize=1)
@@ -55,4 +58,9 @@ def load(name: str, start: str = "start") -> Grammar:
     text = p.read_text(encoding="utf-8")
     if p.suffix == ".gbnf":
         return Grammar.from_gbnf(text)
-    return Grammar.from_lark(text, start=start)
+    return Grammar.from_lark(text, start=start, word_boundaries=p.name in _WORD_BOUNDARIES)
+
+
+def word_boundaries(name: str) -> bool:
+    """Whether ``load`` reads bundled grammar ``name`` with word boundaries (``Grammar.from_lark``)."""
+    return path(name).name in _WORD_BOUNDARIES

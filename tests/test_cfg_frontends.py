@@ -127,6 +127,17 @@ class IRRecognizer:
         return False
 
 
+_WORD = "0-9A-Za-z_"
+
+
+def _word_boundary_terminal(t) -> None:
+    """Lark's side of ``word_boundaries``: a terminal may not begin with a word character right
+    after one (a lookbehind: Lark's dynamic lexer matches each terminal in the whole text; the
+    test is case-sensitive, or "ſ" would be a word character under a keyword's ``i`` flag)."""
+    guard = f"(?-i:(?<![{_WORD}])|(?![{_WORD}]))"
+    t.pattern = lark.lexer.PatternRE(f"{guard}(?:{t.pattern.to_regexp()})", t.pattern.flags)
+
+
 def lark_accepts(parser: lark.Lark, text: str) -> bool:
     try:
         parser.parse(text)
@@ -201,7 +212,9 @@ def _lark_source(key: str):
     if key.startswith("bundled:"):
         text = grammars.source(key[8:])
         cfg = cfg_from_lark(text)
-        oracle = lark.Lark(text, parser="earley", lexer="dynamic_complete")
+        cfg.word_boundaries = grammars.word_boundaries(key[8:])
+        oracle = lark.Lark(text, parser="earley", lexer="dynamic_complete",
+                           edit_terminals=_word_boundary_terminal if cfg.word_boundaries else None)
         return text, cfg, oracle
     rel, start = key.split("@")
     path = SHARED_LARK / rel
@@ -563,7 +576,9 @@ def test_grammar_classmethods():
     g = Grammar.from_lark('start: "a"+\n')
     assert g.kind == "cfg" and g.dialect == "lark" and g.start == "start" and g._ast.rules
     g2 = Grammar.from_lark('start: "a"+\nb: start\n', start="b")
-    assert g.key != g2.key and g2.key[-1] == "b"
+    assert g.key != g2.key and g2.key[3] == "b"
+    g3 = Grammar.from_lark('start: "a"+\n', word_boundaries=True)  # (another language: another compiled grammar)
+    assert g3.key != g.key and g3._ast.word_boundaries and not g._ast.word_boundaries
     h = Grammar.from_gbnf('root ::= "a"+\n')
     assert h.kind == "cfg" and h.dialect == "gbnf" and h.key != g.key
     assert "gbnf" in h.description

@@ -28,7 +28,7 @@ from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM,
-                                 READY, LexerBlocks, block_start, ensure_expanded)
+                                 READY, LexerBlocks, block_start, ensure_expanded, word_junctions)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
@@ -152,7 +152,7 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen):  # pragma: no cover - numba
+              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -310,7 +310,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                             return 1
                         if c2 < 0:
                             continue
-                    s2 = ctx_start[c2]
+                    s2 = ctx_start[c2] + junction[b]  # (the word twin after a word byte)
                     if m > LINEAR_DEDUP:
                         dup = _seen_before(seen, stamp, c2, s2)
                     else:
@@ -373,13 +373,14 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
         a.ordered[:] = 0
         ctx_acc = a.S[5]
         ctx_start = a.S[17]
+        twins = a.junction[95]  # ('_': 1 under word boundaries, where a start has a word twin)
         for k in range(n_configs):
             c = a.cfg_c[0, k]
-            if ctx_acc[c] and a.cfg_g[0, k] == ctx_start[c]:
+            if ctx_acc[c] and (a.cfg_g[0, k] == ctx_start[c] or (twins and a.cfg_g[0, k] == ctx_start[c] + 1)):
                 accepting = True
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
-                       a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen)
+                       a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -417,7 +418,7 @@ def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - nu
     """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
     return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
                           root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
-                          a.seen)
+                          a.seen, a.junction)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -547,14 +548,18 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap):  # pragma: no cover
+def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap, junction):  # pragma: no cover
     """The children of the event nodes where terminal ``terms[k]`` may end, grouped by byte: its
     groups are ``term_ptr[k]:term_ptr[k + 1]``, group ``j`` holds the children of byte
     ``group_byte[j]``, nodes ``kids[kid_ptr[j]:kid_ptr[j + 1]]``. These are the only places a token
     can cross that boundary; context-independent, listed once per lexer state class, so that a
     context's plan reads only the groups its next lexer start can read (scanning every child per
     context was most of a small plan's cost). None past ``cap`` children in all (the class takes
-    the combined walk)."""
+    the combined walk).
+
+    Under word boundaries (``junction``: 1 at word bytes) a child of a word byte below an event on
+    a word byte is left out: no terminal may begin there. Every other child reads the next
+    block's start as its word twin would (they differ on word bytes only), so plans use the start."""
     n_terms = terms.shape[0]
     k_of = np.full(terms.max() + 1 if n_terms else 1, -1, dtype=np.int64)  # terminal -> its index k
     for k in range(n_terms):
@@ -581,7 +586,11 @@ def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, 
                     continue
                 j = node + 1
                 end = skip[node]
+                glued = junction[byte[node]]
                 while j < end:
+                    if glued and junction[byte[j]]:
+                        j = skip[j]
+                        continue
                     x = 256 * k + byte[j]
                     if pass_ == 0:
                         n += 1
@@ -727,7 +736,7 @@ def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
 @numba.njit(cache=True, nogil=True)
 def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                    roots, root_c, root_g, byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words,
-                   need, seen):  # pragma: no cover
+                   need, seen, junction):  # pragma: no cover
     """The context-dependent part of a mask: walk the subtree of every root node from the one
     configuration ``(root_c, root_g)`` that reads the root's byte (a terminal just ended above it).
     Resumable like ``_walk_cfg``: ``pos`` = [root index, node index or -1 before the root's start];
@@ -829,7 +838,7 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                                 return 1
                             if c2 < 0:
                                 continue
-                        s2 = ctx_start[c2]
+                        s2 = ctx_start[c2] + junction[b]
                         if m > LINEAR_DEDUP:
                             dup = _seen_before(seen, stamp, c2, s2)
                         else:
@@ -1019,7 +1028,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.parser = FastEarley(cfg)
         self.n_terminals = len(cfg.terminals)
         self.lexers = LexerBlocks(cfg.terminals, cfg.ignore, token_depth=index.trie.max_len,
-                                  names=cfg.terminal_names, chains=chains)
+                                  names=cfg.terminal_names, chains=chains, word_boundaries=cfg.word_boundaries)
+        # 1 at the bytes where, after a terminal ended on one, the next block starts at its word
+        # twin (``CFG.word_boundaries``; all 0 without): a walk's next start is ``start + junction[b]``
+        self._junction = word_junctions(cfg.word_boundaries)
         self._is_ignore = np.zeros(max(self.n_terminals, 1), dtype=np.bool_)
         for t in cfg.ignore:
             self._is_ignore[t] = True
@@ -1113,7 +1125,7 @@ class CFGCompiledGrammar(CompiledGrammar):
     def _accepting_config(self, c: int, g: int) -> bool:
         """Context ``c`` accepts and its lexer is between terminals."""
         p = self.parser
-        return bool(p.ctx_acc[c]) and g == p.ctx_start[c]
+        return bool(p.ctx_acc[c]) and (g == p.ctx_start[c] or (self.cfg.word_boundaries and g == p.ctx_start[c] + 1))
 
     # ------------------------------------------------------------------ stepping
     def step_bytes(self, config_id: int, data: bytes) -> int:
@@ -1125,8 +1137,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         terminals = self.parser.terminals
         cur = self._configs[config_id]
         step = lexers.step
+        junction = self._junction
         for b in data:
             nxt = set()
+            twin = int(junction[b])  # (under word boundaries: after a word byte, the next start's word twin)
             for c, g in cur:
                 g2 = step(g, b)
                 if g2 < 0:
@@ -1134,11 +1148,11 @@ class CFGCompiledGrammar(CompiledGrammar):
                 nxt.add((c, g2))
                 for t in accepted(g2):
                     if t in ignore:
-                        nxt.add((c, start(c)))
+                        nxt.add((c, start(c) + twin))
                     if t in terminals(c):
                         c2 = self._child(c, t)
                         if c2 != NO_CONTEXT:
-                            nxt.add((c2, start(c2)))
+                            nxt.add((c2, start(c2) + twin))
             if not nxt:
                 return -1
             if len(nxt) > MAX_CONFIGS:  # the same limit as the walk: stepping must not explode either
@@ -1419,7 +1433,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 lx, p.G, p.S, p.X, self._is_ignore, walk_byte_sets(nodes), nodes.token_start, buffers.ordered,
                 nodes.byte, nodes.depth, nodes.skip, nodes.token, buffers.cfg_c, buffers.cfg_g, buffers.cnt,
                 buffers.pos, buffers.need, buffers.done, trie.ids, id_words(trie, self._n_words),
-                nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen)
+                nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen, self._junction)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
@@ -1463,7 +1477,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             terms = np.flatnonzero(ended).astype(np.int32)
             acc_ptr, acc_terms = self.lexers.arrays()
             kids = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, terms, nodes.byte,
-                                           nodes.skip, np.int64(KIDS_PER_ROOT * limit))
+                                           nodes.skip, np.int64(KIDS_PER_ROOT * limit), self._junction)
             # (+ the plan's root buffers, reused by every context: the walks run under the lock)
             boundary = None if kids is None else (terms, *kids, *np.empty((3, limit), dtype=np.int32))
         hit = (inside, boundary)

@@ -38,6 +38,10 @@ class CFG:
     start: int  # nonterminal index
     ignore: frozenset[int] = frozenset()
     source: str = ""
+    # two terminals may not meet between two word bytes ([0-9A-Za-z_]): a terminal that ends on
+    # one is not followed directly by a terminal that begins with one (what a maximal-munch
+    # tokenizer does to names and keywords: "SELECTx" is not SELECT then x)
+    word_boundaries: bool = False
     _by_lhs: dict[int, list[int]] | None = field(default=None, repr=False)
     _flat: tuple | None = field(default=None, repr=False)
 

@@ -34,10 +34,10 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 
 
 # slots of the counters ``ctr`` that Python and the numba expansion share
-N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS = range(6)
+N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS, WORD_TWINS = range(7)
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
-LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR, LX_TERM_COMP = 10, 11, 12, 13, 14, 25, 30
+LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR, LX_TERM_COMP, LX_NO_WORD = 10, 11, 12, 13, 14, 25, 30, 31
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
@@ -49,13 +49,29 @@ _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 _RESERVED_STATES = 16_384
 
 
+@numba.njit(cache=True, inline="always")
+def is_word_byte(b):  # pragma: no cover - numba
+    """``[0-9A-Za-z_]``: the bytes two terminals may not both touch where they meet, under word
+    boundaries (``CFG.word_boundaries``)."""
+    return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95
+
+
+def word_junctions(word_boundaries: bool) -> np.ndarray:
+    """uint8 [256]: 1 at the word bytes under word boundaries (a walk's next block start after
+    byte b is ``start + junction[b]``, the word twin after a word byte), else all 0."""
+    out = np.zeros(256, dtype=np.uint8)
+    if word_boundaries:
+        out[[b for b in range(256) if is_word_byte.py_func(b)]] = 1
+    return out
+
+
 @numba.njit(cache=True)
 def has_room(lx):  # pragma: no cover - numba
     """Whether the store (``LexerBlocks.lx``) can take one more expansion: 256 new states of at
     most ``LONGEST`` components each, without growing an array."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -63,6 +79,7 @@ def has_room(lx):  # pragma: no cover - numba
     cv_top = cv_n + _ROOM_STATES
     return (top <= trans.shape[0] and top <= expanded.shape[0] and top <= loops.shape[0]
             and top <= mask_class.shape[0] and top < acc_ptr.shape[0] and top <= hashes.shape[0]
+            and top <= no_word.shape[0]
             and 2 * top <= slots.shape[0] and vec_ptr[n] + _ROOM_STATES * k <= vec.shape[0]
             and acc_ptr[n] + _ROOM_STATES * k <= acc_terms.shape[0] and cv_top <= cv_hashes.shape[0]
             and 2 * cv_top <= cv_slots.shape[0] and cv_top <= cv_class.shape[0]
@@ -92,7 +109,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
@@ -105,7 +122,15 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     for s in range(n, n2):
         _describe_state(s, False, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
                         expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
+        no_word[s] = False
     ctr[N_STATES] = n2
+    if no_word[q]:  # a block's start after a word byte: no terminal may begin with one (``add_start``)
+        for b in range(256):
+            if is_word_byte(b):
+                trans[q, b] = -1
+        loops[q, :] = np.uint64(0)  # (a start loops nowhere: nothing leads back to it)
+        expanded[q] = True
+        return READY
     cls = mask_class[q]
     for w in (0, 1, 3):
         bits = np.uint64(0)
@@ -324,19 +349,25 @@ def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_
 @numba.njit(cache=True)
 def add_start(lx, starts):  # pragma: no cover - numba
     """Store a block's start state (component vector ``starts``; unindexed, so a later visit of the
-    same vector is an ordinary state) with a mask class of its own, unexpanded. Returns its id, or
+    same vector is an ordinary state) with a mask class of its own, unexpanded; with word twins
+    (``LexerBlocks(word_boundaries=True)``) also its twin, id + 1: the start after a terminal
+    that ended on a word byte, where no terminal may begin with one (its row is the start's
+    without word bytes, ``ensure_expanded``). Returns the start's id, or
     -1 when the store has no room for it and an expansion (``has_room``: make room, then call
     again; one call with the store's ~30 arrays costs ~5 us, so there is no separate check)."""
     if not has_room(lx):
         return -1
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
     n = ctr[N_STATES]
-    put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, n)
-    _describe_state(n, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class, expanded,
-                    cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
-    ctr[N_STATES] = n + 1
+    twins = 2 if ctr[WORD_TWINS] else 1
+    for s in range(n, n + twins):
+        put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, s)
+        _describe_state(s, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
+                        expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
+        no_word[s] = s > n
+    ctr[N_STATES] = n + twins
     return n
 
 
@@ -559,8 +590,9 @@ class LexerBlocks:
     that it lacks room, and the walk resumes."""
 
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0,
-                 names: list[str] | None = None, chains: bool = True, shared: bool = True) -> None:
-        """``chains``: lay terminals that start with static pieces out as links
+                 names: list[str] | None = None, chains: bool = True, shared: bool = True,
+                 word_boundaries: bool = False) -> None:
+        """``word_boundaries``: every block start gets a word twin (``add_start``). ``chains``: lay terminals that start with static pieces out as links
         (``_append_chain``); False builds every terminal's own DFA (tests compare the two).
         ``shared``: start from a copy of the process's static piece templates (``_shared_store``)."""
         self.terminals = terminals
@@ -571,7 +603,8 @@ class LexerBlocks:
         self._accepted: dict[int, tuple[int, ...]] = {}  # global state -> terminals that may end there
         self._starts: dict[frozenset, int] = {}
         self._lx: tuple | None = None
-        self._ctr = np.zeros(6, dtype=np.int64)  # N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, ...
+        self._ctr = np.zeros(7, dtype=np.int64)  # N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, ...
+        self._ctr[WORD_TWINS] = word_boundaries
         self._ctr[LONGEST] = 1
         self._ctr[MAX_STATES] = MAX_LEXER_STATES
         self._ctr[LOOP_BITS] = 1
@@ -586,6 +619,7 @@ class LexerBlocks:
         self._acc_ptr = np.zeros(1, dtype=np.int32)
         self._acc_terms = np.zeros(0, dtype=np.int32)
         self._mask_class = np.zeros(0, dtype=np.int64)  # state -> class id (see regex/equivalence.py)
+        self._no_word = np.zeros(0, dtype=np.bool_)  # a start's word twin (``add_start``)
         self._vec_ptr = np.zeros(1, dtype=np.int64)
         self._vec = np.zeros(0, dtype=np.int32)
         self._hashes = np.zeros(0, dtype=np.int64)
@@ -680,10 +714,10 @@ class LexerBlocks:
                         self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
-                        self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp)
+                        self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
-                       (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp)))
+                       (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp), (LX_NO_WORD, self._no_word)))
         return self._lx
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -731,6 +765,7 @@ class LexerBlocks:
         self._loops = grown_rows(self._loops, n + more)
         self._expanded = grown(self._expanded, n + more)
         self._mask_class = grown(self._mask_class, n + more)
+        self._no_word = grown(self._no_word, n + more)
         self._acc_ptr = grown(self._acc_ptr, n + more + 1)
         self._acc_terms = grown(self._acc_terms, int(self._acc_ptr[n]) + more * k)
         self._vec_ptr, self._vec, self._hashes, self._slots = reserve_vectors(

@@ -128,9 +128,34 @@ def sample(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int
 
     maybe_ignore()
     for t in terminals:
-        pieces.append(sample_regex_ast(cfg.terminals[t], rng, extra=extra, _void=void))
+        piece = sample_regex_ast(cfg.terminals[t], rng, extra=extra, _void=void)
+        if cfg.word_boundaries and _glued(pieces, piece):
+            pieces.append(_separator(cfg, rng, void))
+        pieces.append(piece)
         maybe_ignore()
     return "".join(pieces)
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch == "_")
+
+
+def _glued(pieces: list[str], piece: str) -> bool:
+    """Whether ``piece`` would meet the text so far between two word characters."""
+    last = next((p for p in reversed(pieces) if p), "")
+    return bool(last and piece) and _is_word_char(last[-1]) and _is_word_char(piece[0])
+
+
+def _separator(cfg: CFG, rng: random.Random, void) -> str:
+    """A sample of an ignored terminal that begins and ends with no word character (what keeps
+    two word terminals apart under ``word_boundaries``)."""
+    for _ in range(50):
+        if not cfg.ignore:
+            break
+        s = sample_regex_ast(cfg.terminals[rng.choice(sorted(cfg.ignore))], rng, extra=1, _void=void)
+        if s and not _is_word_char(s[0]) and not _is_word_char(s[-1]):
+            return s
+    raise ValueError("word boundaries: no ignored terminal separates two word characters")
 
 
 # ---------------------------------------------------------------------------- printing
