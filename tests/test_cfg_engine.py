@@ -559,6 +559,78 @@ def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
         assert not fast.accepts_bytes(bad.encode()) and not slow.accepts_bytes(bad.encode()), bad
 
 
+_WORDS_GRAMMAR = r"""
+start: item+
+item: NAME | NUMBER | "if" | "not" NAME | "(" start ")" | NAME "." NAME | "-" NUMBER
+NAME: /[a-z_][a-z0-9_]*/
+NUMBER: /[0-9]+/
+%ignore /[ ]+/
+"""
+
+
+def test_word_boundaries_match_the_guarded_lark_oracle(real_vocab):
+    """``word_boundaries=True``: two terminals never meet between two word characters. Strings are
+    accepted exactly when Lark's Earley accepts them with each terminal behind the guard
+    (``test_cfg_frontends._word_boundary_terminal``); without the option, glued strings parse. Masks
+    equal brute force (``compiled.step``) at states after a word byte (the word twin), after a
+    non-word byte and after a space, in every walk policy (combined, split, split and nested)."""
+    import lark
+
+    from test_cfg_frontends import _word_boundary_terminal
+
+    loose = CFGCompiledGrammar(Grammar.from_lark(_WORDS_GRAMMAR)._ast, _tiny_index([bytes([b]) for b in range(256)]))
+    g = Grammar.from_lark(_WORDS_GRAMMAR, word_boundaries=True)
+    tight = CFGCompiledGrammar(g._ast, _tiny_index([bytes([b]) for b in range(256)]))
+    oracle = lark.Lark(_WORDS_GRAMMAR, parser="earley", lexer="dynamic_complete", edit_terminals=_word_boundary_terminal)
+    for text, ok in [("ab cd", True), ("if x", True), ("ifx", True), ("if1", True), ("notx", True), ("not x", True),
+                     ("1a", False), ("a1", True), ("a.b", True), ("a .b", True), ("(a)b", True), ("a(b)", True),
+                     ("-1", True), ("a-1", True), ("1-1", True), ("1 1", True), ("11", True), ("a.bc d", True)]:
+        assert tight.accepts_text(text) == ok == lark_accepts(oracle, text), text
+    assert loose.accepts_text("1a") and not tight.accepts_text("1a")
+    rng = random.Random(7)
+    seeds = ["ab cd", "if x (y)", "not a.b - 1", "x1 (y z)", "a.b if c", "1 a 2 b", "(1) x 22 y", "- 1 if 3 ab"]
+    glued = 0
+    for k in range(400):
+        s = _mutate(rng, rng.choice(seeds), "ab1_ .()-fint")
+        if rng.random() < 0.5:
+            s = _mutate(rng, s, "ab1_ .()-fint")
+        if " " in s and rng.random() < 0.5:  # (a space dropped: glues two words more often than not)
+            i = rng.choice([j for j, ch in enumerate(s) if ch == " "])
+            s = s[:i] + s[i + 1:]
+        got = tight.accepts_text(s)
+        assert got == lark_accepts(oracle, s), s
+        glued += loose.accepts_text(s) and not got
+    assert glued >= 20  # the rule is exercised, not vacuous
+    tok, index = real_vocab("smollm2")
+    policies = []
+    for nodes, nested in ((10**12, -1), (-1, -1), (-1, 0)):
+        c = CFGCompiledGrammar(g._ast, index, description="words")
+        c.shared_walk_nodes, c.nested_min_nodes = nodes, nested
+        policies.append(c)
+    rnd = random.Random(8)
+    for text in ["ab", "ab ", "if", "not", "not x", "a.b", "(a", "x1", "-1", "a -", ""]:
+        for c in policies:
+            state = c.step_bytes(c.start_config, text.encode()) if text else c.start_config
+            assert state >= 0, text
+            m = c.matcher()
+            m.advance_many([t for t in tok.encode(text, add_special_tokens=False)]) if text else None
+            assert m._states[-1] == state or text, text
+            words = _mask(m, index)
+            mask = _ids(words, index)
+            check = set(rnd.sample(range(index.vocab_size), 1500)) | set(rnd.sample(sorted(mask), min(300, len(mask))))
+            for t in check:
+                assert (t in mask) == (c.step(m._states[-1], t) != -1), (text, index.token_bytes(t))
+        words_of = [_mask(c.matcher(), index) for c in policies]
+        assert all((w == words_of[0]).all() for w in words_of)
+    m = policies[0].matcher()
+    m.advance_many(tok.encode("ab", add_special_tokens=False))
+    allowed = _ids(_mask(m, index), index)
+    spelled = {t: index.token_bytes(t) for t in allowed if t not in index.eos_token_ids}
+    assert any(b[:1].isalpha() for b in spelled.values())  # the name goes on ...
+    assert any(b[:1] == b" " for b in spelled.values())  # ... or a space ends it
+    assert not any(b[:1].isalpha() and b"." in b for b in spelled.values() if not b.replace(b".", b"").isalnum())
+
+
 # ---------------------------------------------------------------------------- 4. deep nesting
 @pytest.mark.parametrize("vocab", ["smollm2"])
 def test_deep_nesting_json(real_vocab, vocab):
