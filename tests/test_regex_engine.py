@@ -70,6 +70,12 @@ def test_viable_prefixes_agree_with_partial_matching(pattern, candidates):
     [
         ("(?i)straße", 0, ["STRASSE".replace("SS", "ß"), "StRaßE", "STRAẞE"], ["strasse"]),
         ("[a-z]+", re.IGNORECASE, ["ABC", "K", "ſ"], ["1"]),
+        # re.ASCII with IGNORECASE folds only a-z/A-Z (it once folded like Unicode: "ſ" for "s")
+        ("[a-z]+", re.IGNORECASE | re.ASCII, ["ABC", "xYz"], ["\u212a", "\u017f", "\u0130", "1"]),
+        ("(?ai:select)", 0, ["SeLeCT"], ["\u017felect", "\u0130"]),
+        ("(?ai)[^s]", 0, ["\u017f", "x", "\u212a"], ["s", "S"]),
+        ("(?a:(?i:k))", 0, ["k", "K"], ["\u212a"]),
+        ("(?i)k[^s]", re.ASCII, ["Kſ", "kx"], ["KS", "Ks"]),
         ("(?s).", 0, ["\n", "a"], ["ab"]),
         (".", 0, ["a", "😀"], ["\n"]),
         ("(?a)\\d+", 0, ["123"], ["١٢"]),

@@ -153,10 +153,15 @@ def case_variants(cp: int) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def fold_case(ranges: Ranges) -> Ranges:
-    """Close a set under ``re.IGNORECASE`` equivalence."""
+def fold_case(ranges: Ranges, ascii_only: bool = False) -> Ranges:
+    """Close a set under ``re.IGNORECASE`` equivalence; ``ascii_only`` (``re.ASCII``): only the
+    letters a-z and A-Z fold, each into its other case (``(?ai)s`` matches "S", not "ſ")."""
     import _sre
 
+    if ascii_only:
+        swapped = [(max(lo, a) ^ 32, min(hi, b) ^ 32) for lo, hi in ranges for a, b in ((65, 90), (97, 122))
+                   if max(lo, a) <= min(hi, b)]
+        return union(ranges, normalize(swapped))
     extra = []
     for lo, hi in ranges:
         if hi - lo > 200_000:

@@ -174,19 +174,19 @@ class _Converter:
 
     def charset(self, ranges: cs.Ranges, fl: _Flags) -> Node:
         if fl.ignorecase:
-            ranges = cs.fold_case(ranges)
+            ranges = cs.fold_case(ranges, fl.ascii)
         return ("set", ranges)
 
     def item(self, op, av, f: int, at_start: bool, at_end: bool) -> Node | None:
         if op == sre_c.LITERAL:  # the common case: one node per (character, case-folding) pair
-            key = (av, f & sre_c.SRE_FLAG_IGNORECASE)
+            key = (av, f & (sre_c.SRE_FLAG_IGNORECASE | sre_c.SRE_FLAG_ASCII))
             node = self._literals.get(key)
             if node is None:
                 node = self._literals[key] = self.charset(cs.single(av), self.flags_of(f))
             return node
         fl = self.flags_of(f)
         if op == sre_c.NOT_LITERAL:
-            return ("set", cs.negate(cs.fold_case(cs.single(av)) if fl.ignorecase else cs.single(av)))
+            return ("set", cs.negate(cs.fold_case(cs.single(av), fl.ascii) if fl.ignorecase else cs.single(av)))
         if op == sre_c.ANY:
             return ("set", cs.ANY if fl.dotall else cs.ANY_BUT_NEWLINE)
         if op == sre_c.IN:
@@ -244,7 +244,7 @@ class _Converter:
                 raise RegexError(f"unsupported item {op} in a character class", source=self.pattern)
         result = cs.normalize(ranges)
         if fl.ignorecase:
-            result = cs.fold_case(result)
+            result = cs.fold_case(result, fl.ascii)
         return cs.negate(result) if negated else result
 
 
