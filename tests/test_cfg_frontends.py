@@ -65,6 +65,10 @@ GBNF_CHAR_BUDGET = 3000
 
 
 # ---------------------------------------------------------------------------- oracles
+def _is_word(b: int) -> bool:
+    return 48 <= b <= 57 or 65 <= b <= 90 or 97 <= b <= 122 or b == 95
+
+
 class IRRecognizer:
     """Text acceptance for a CFG IR: Earley over every lexing of the text."""
 
@@ -108,6 +112,8 @@ class IRRecognizer:
                 if ctx.accepts:
                     return True
                 continue
+            if self.cfg.word_boundaries and i and _is_word(data[i - 1]) and _is_word(data[i]):
+                continue  # (a terminal ended on a word byte: none may begin with one)
             for t in ctx.terminals | ignore:
                 ends = self._ends(t, data, i, cache)
                 if not ends:
