@@ -24,6 +24,9 @@ def _build_parser() -> argparse.ArgumentParser:
     constraint.add_argument("--grammar", metavar="NAME", help="a bundled grammar (see `constrain grammars`)")
     constraint.add_argument("--lark", metavar="FILE", help="a Lark grammar file (start rule 'start')")
     constraint.add_argument("--gbnf", metavar="FILE", help="a llama.cpp GBNF grammar file (start rule 'root')")
+    gen.add_argument("--word-boundaries", action="store_true",
+                     help="with --lark: two terminals may not meet between two word characters [0-9A-Za-z_] "
+                          "(keywords and names need a separator, as in code)")
     gen.add_argument("--whitespace", choices=("compact", "flexible"), default="compact",
                      help="JSON whitespace between tokens with --schema (default compact)")
     gen.add_argument("--model", default=None,
@@ -49,8 +52,10 @@ def _grammar_from_args(args: argparse.Namespace):
         return Grammar.from_regex(args.regex)
     if args.schema is not None:
         return Grammar.from_json_schema(Path(args.schema).read_text(), whitespace=args.whitespace, spellings="canonical")
+    if args.word_boundaries and args.lark is None:
+        raise ValueError("--word-boundaries applies to --lark only (the bundled code grammars have them)")
     if args.lark is not None:
-        return Grammar.from_lark(Path(args.lark).read_text())
+        return Grammar.from_lark(Path(args.lark).read_text(), word_boundaries=args.word_boundaries)
     if args.gbnf is not None:
         return Grammar.from_gbnf(Path(args.gbnf).read_text())
     from constrain import grammars

@@ -70,3 +70,17 @@ def test_bad_schema_is_one_clear_line(tmp_path):
     proc = run_cli("generate", "--schema", str(bad), "x")
     assert proc.returncode == 2
     assert "minimum 5 > maximum 1" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_word_boundaries_flag_reaches_the_lark_grammar(tmp_path):
+    from constrain.cli import _build_parser, _grammar_from_args
+
+    src = tmp_path / "g.lark"
+    src.write_text('start: KW NAME\nKW: "let"\nNAME: /[a-z]+/\n%ignore " "\n')
+    for flag, glued_ok in (([], True), (["--word-boundaries"], False)):
+        args = _build_parser().parse_args(["generate", "--lark", str(src), *flag, "x"])
+        g = _grammar_from_args(args)
+        assert g.word_boundaries == (not glued_ok)
+        assert g._ast.word_boundaries == (not glued_ok)
+    proc = run_cli("generate", "--regex", "a", "--word-boundaries", "x")
+    assert proc.returncode == 2 and "--word-boundaries applies to --lark only" in proc.stderr
