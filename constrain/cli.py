@@ -48,12 +48,12 @@ def _grammar_from_args(args: argparse.Namespace):
 
     from constrain.grammar import Grammar
 
+    if args.word_boundaries and args.lark is None:
+        raise ValueError("--word-boundaries applies to --lark only (the bundled code grammars have them)")
     if args.regex is not None:
         return Grammar.from_regex(args.regex)
     if args.schema is not None:
         return Grammar.from_json_schema(Path(args.schema).read_text(), whitespace=args.whitespace, spellings="canonical")
-    if args.word_boundaries and args.lark is None:
-        raise ValueError("--word-boundaries applies to --lark only (the bundled code grammars have them)")
     if args.lark is not None:
         return Grammar.from_lark(Path(args.lark).read_text(), word_boundaries=args.word_boundaries)
     if args.gbnf is not None:
