@@ -304,6 +304,15 @@ class XGrammar(Lib):
         return bool(m.accept_token(token_id))
 
 
+def _rust_regex_keywords(lark_source: str) -> str:
+    """Keywords written ``/(?ai:kw)/`` (ASCII-only case folding, Python ``re``) as ``"kw"i`` for
+    llguidance, whose Rust regexes have no ``a`` flag (its ``i`` folds Unicode case too: a few
+    more spellings such as "ſelect"; the benchmark instances use none)."""
+    import re
+
+    return re.sub(r"/\(\?ai:([A-Za-z]+)\)/", r'"\1"i', lark_source)
+
+
 class LLGuidance(Lib):
     name = "llguidance"
     kinds = ("regex", "json", "lark", "gbnf")
@@ -324,7 +333,7 @@ class LLGuidance(Lib):
         elif kind == "json":
             grammar = M.grammar_from_json_schema(source)
         elif kind == "lark":
-            grammar = M.grammar_from_lark(source)
+            grammar = M.grammar_from_lark(_rust_regex_keywords(source))
         elif kind == "gbnf":
             from llguidance.gbnf_to_lark import gbnf_to_lark
 

@@ -54,7 +54,8 @@ class Grammar:
 
         cfg = cfg_from_lark(text, start=start)
         cfg.word_boundaries = bool(word_boundaries)
-        return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start, word_boundaries=bool(word_boundaries))
+        return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start,
+                   word_boundaries=bool(word_boundaries))
 
     @classmethod
     def from_gbnf(cls, text: str) -> "Grammar":

@@ -548,7 +548,8 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap, junction):  # pragma: no cover
+def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap,
+                            junction):  # pragma: no cover - numba
     """The children of the event nodes where terminal ``terms[k]`` may end, grouped by byte: its
     groups are ``term_ptr[k]:term_ptr[k + 1]``, group ``j`` holds the children of byte
     ``group_byte[j]``, nodes ``kids[kid_ptr[j]:kid_ptr[j + 1]]``. These are the only places a token

@@ -37,7 +37,8 @@ MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 
 N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS, WORD_TWINS = range(7)
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
-LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR, LX_TERM_COMP, LX_NO_WORD = 10, 11, 12, 13, 14, 25, 30, 31
+LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR = 10, 11, 12, 13, 14, 25
+LX_TERM_COMP, LX_NO_WORD = 30, 31
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
@@ -592,9 +593,10 @@ class LexerBlocks:
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0,
                  names: list[str] | None = None, chains: bool = True, shared: bool = True,
                  word_boundaries: bool = False) -> None:
-        """``word_boundaries``: every block start gets a word twin (``add_start``). ``chains``: lay terminals that start with static pieces out as links
-        (``_append_chain``); False builds every terminal's own DFA (tests compare the two).
-        ``shared``: start from a copy of the process's static piece templates (``_shared_store``)."""
+        """``chains``: lay terminals that start with static pieces out as links (``_append_chain``);
+        False builds every terminal's own DFA (tests compare the two). ``shared``: start from a copy
+        of the process's static piece templates (``_shared_store``). ``word_boundaries``: every
+        block start gets a word twin (``add_start``)."""
         self.terminals = terminals
         self.chains = chains
         self.names = names or []  # for errors
