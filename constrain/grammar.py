@@ -48,11 +48,20 @@ class Grammar:
         (Lark's Earley accepts the same language when every terminal's pattern is prefixed with
         ``(?:(?<![0-9A-Za-z_])|(?![0-9A-Za-z_]))``.) It also makes masks cheaper: a name no
         longer ends at every letter. The bundled code grammars (``sql_select``, ``python_expr``)
-        use it.
+        use it. It needs an ``%ignore`` terminal that can separate two words (``GrammarError``
+        otherwise), so that a name can always end.
         """
         from constrain.cfg.lark_frontend import cfg_from_lark
 
         cfg = cfg_from_lark(text, start=start)
+        if word_boundaries:
+            from constrain.cfg.lexer import word_separator
+            from constrain.errors import GrammarError
+
+            if word_separator(cfg.terminals, cfg.ignore) is None:
+                raise GrammarError("word_boundaries=True needs an %ignore terminal that can separate two words "
+                                   "(a string that begins and ends with a non-word character, such as "
+                                   "`%ignore \" \"`); without one, a name followed by a name could never end")
         cfg.word_boundaries = bool(word_boundaries)
         return cls(kind="cfg", source=text, _ast=cfg, dialect="lark", start=start,
                    word_boundaries=bool(word_boundaries))

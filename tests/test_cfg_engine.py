@@ -568,6 +568,20 @@ NUMBER: /[0-9]+/
 """
 
 
+@pytest.mark.parametrize("ignore,ok", [("", False), ('%ignore /x+/', False), ('%ignore " "', True),
+                                       ('%ignore /#[a-z]*/', True), ('%ignore /a[ ]+b/', False)])
+def test_word_boundaries_need_an_ignored_separator(ignore, ok):
+    """Without an ignored terminal that can begin and end with a non-word byte, a name followed by a
+    name could never end (the walks would allow names that never complete): a clear error."""
+    src = f"start: NAME NAME\nNAME: /[a-z]+/\n{ignore}\n"
+    if ok:
+        assert Grammar.from_lark(src, word_boundaries=True)._ast.word_boundaries
+    else:
+        with pytest.raises(GrammarError, match="separate two words"):
+            Grammar.from_lark(src, word_boundaries=True)
+    Grammar.from_lark(src)  # (fine without word boundaries)
+
+
 def test_word_boundaries_match_the_guarded_lark_oracle(real_vocab):
     """``word_boundaries=True``: two terminals never meet between two word characters. Strings are
     accepted exactly when Lark's Earley accepts them with each terminal behind the guard

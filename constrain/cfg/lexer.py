@@ -66,6 +66,32 @@ def word_junctions(word_boundaries: bool) -> np.ndarray:
     return out
 
 
+def word_separator(terminals: list, ignore) -> int | None:
+    """An ignored terminal with a string that begins and ends with a non-word byte (a space), or
+    None: what ``word_boundaries`` needs. With one, a terminal that ends on a word byte can always
+    be followed (the separator, then anything), so every configuration a walk keeps alive can
+    still complete; without, ``NAME NAME`` would allow a name that can never end."""
+    word = [bool(is_word_byte.py_func(b)) for b in range(256)]
+    for t in sorted(ignore):
+        try:
+            dfa = lexer_dfa(terminals[t])
+        except EmptyLanguageError:
+            continue
+        trans, acc = dfa.trans, dfa.accepting
+        todo = [(int(trans[dfa.start, b]), True) for b in range(256) if not word[b] and trans[dfa.start, b] >= 0]
+        seen = set(todo)
+        while todo:  # (state, whether the last byte read was a non-word byte)
+            q, after_separator = todo.pop()
+            if after_separator and acc[q]:
+                return t
+            for b in range(256):
+                q2 = int(trans[q, b])
+                if q2 >= 0 and (q2, not word[b]) not in seen:
+                    seen.add((q2, not word[b]))
+                    todo.append((q2, not word[b]))
+    return None
+
+
 @numba.njit(cache=True)
 def has_room(lx):  # pragma: no cover - numba
     """Whether the store (``LexerBlocks.lx``) can take one more expansion: 256 new states of at
