@@ -585,8 +585,9 @@ def test_grammar_classmethods():
     assert g.kind == "cfg" and g.dialect == "lark" and g.start == "start" and g._ast.rules
     g2 = Grammar.from_lark('start: "a"+\nb: start\n', start="b")
     assert g.key != g2.key and g2.key[3] == "b"
-    g3 = Grammar.from_lark('start: "a"+\n', word_boundaries=True)  # (another language: another compiled grammar)
-    assert g3.key != g.key and g3._ast.word_boundaries and not g._ast.word_boundaries
+    text = 'start: "a"+\n%ignore " "\n'
+    g3 = Grammar.from_lark(text, word_boundaries=True)  # (another language: another compiled grammar)
+    assert g3.key != Grammar.from_lark(text).key and g3._ast.word_boundaries and not g._ast.word_boundaries
     h = Grammar.from_gbnf('root ::= "a"+\n')
     assert h.kind == "cfg" and h.dialect == "gbnf" and h.key != g.key
     assert "gbnf" in h.description
