@@ -27,8 +27,8 @@ import numpy as np
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
-from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_TRANS, NEED_ROOM,
-                                 READY, LexerBlocks, block_start, ensure_expanded, word_junctions)
+from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_NO_WORD, LX_TRANS,
+                                 NEED_ROOM, READY, LexerBlocks, block_start, ensure_expanded, word_junctions)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
@@ -373,10 +373,11 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
         a.ordered[:] = 0
         ctx_acc = a.S[5]
         ctx_start = a.S[17]
-        twins = a.junction[95]  # ('_': 1 under word boundaries, where a start has a word twin)
+        no_word = lx[LX_NO_WORD]
         for k in range(n_configs):
             c = a.cfg_c[0, k]
-            if ctx_acc[c] and (a.cfg_g[0, k] == ctx_start[c] or (twins and a.cfg_g[0, k] == ctx_start[c] + 1)):
+            g = a.cfg_g[0, k]
+            if ctx_acc[c] and g == ctx_start[c] + no_word[g]:  # (at its block's start, or that start's word twin)
                 accepting = True
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
@@ -1124,9 +1125,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         return any(self._accepting_config(c, g) for c, g in self._configs[config_id])
 
     def _accepting_config(self, c: int, g: int) -> bool:
-        """Context ``c`` accepts and its lexer is between terminals."""
+        """Context ``c`` accepts and its lexer is between terminals (at its block's start, or at that
+        start's word twin)."""
         p = self.parser
-        return bool(p.ctx_acc[c]) and (g == p.ctx_start[c] or (self.cfg.word_boundaries and g == p.ctx_start[c] + 1))
+        return bool(p.ctx_acc[c]) and g == p.ctx_start[c] + self.lexers.is_word_twin(g)
 
     # ------------------------------------------------------------------ stepping
     def step_bytes(self, config_id: int, data: bytes) -> int:

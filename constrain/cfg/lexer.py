@@ -57,13 +57,13 @@ def is_word_byte(b):  # pragma: no cover - numba
     return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95
 
 
+WORD_BYTES = np.array([is_word_byte.py_func(b) for b in range(256)], dtype=np.uint8)  # 1 at ``[0-9A-Za-z_]``
+
+
 def word_junctions(word_boundaries: bool) -> np.ndarray:
     """uint8 [256]: 1 at the word bytes under word boundaries (a walk's next block start after
     byte b is ``start + junction[b]``, the word twin after a word byte), else all 0."""
-    out = np.zeros(256, dtype=np.uint8)
-    if word_boundaries:
-        out[[b for b in range(256) if is_word_byte.py_func(b)]] = 1
-    return out
+    return WORD_BYTES.copy() if word_boundaries else np.zeros(256, dtype=np.uint8)
 
 
 def word_separator(terminals: list, ignore) -> int | None:
@@ -71,7 +71,7 @@ def word_separator(terminals: list, ignore) -> int | None:
     None: what ``word_boundaries`` needs. With one, a terminal that ends on a word byte can always
     be followed (the separator, then anything), so every configuration a walk keeps alive can
     still complete; without, ``NAME NAME`` would allow a name that can never end."""
-    word = [bool(is_word_byte.py_func(b)) for b in range(256)]
+    word = WORD_BYTES.astype(bool).tolist()
     for t in sorted(ignore):
         try:
             dfa = lexer_dfa(terminals[t])
@@ -720,6 +720,10 @@ class LexerBlocks:
         if start is None:
             start = self._starts[key] = self._build(sorted(key))
         return start
+
+    def is_word_twin(self, g: int) -> bool:
+        """Whether ``g`` is a block start's word twin (``add_start``)."""
+        return bool(self._no_word[g])
 
     def accepted(self, g: int) -> tuple[int, ...]:
         """The terminals that may end at global state ``g`` (ascending)."""

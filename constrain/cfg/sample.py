@@ -12,6 +12,7 @@ import random
 
 from constrain.cfg._build import _Memo, is_void
 from constrain.cfg.ir import CFG, is_nt
+from constrain.cfg.lexer import WORD_BYTES
 from constrain.regex import charset as cs
 
 _PRINTABLE = cs.normalize([(0x20, 0x7E), (0x0A, 0x0A)])
@@ -137,7 +138,7 @@ def sample(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int
 
 
 def _is_word_char(ch: str) -> bool:
-    return ch.isascii() and (ch.isalnum() or ch == "_")
+    return ord(ch) < 128 and bool(WORD_BYTES[ord(ch)])
 
 
 def _glued(pieces: list[str], piece: str) -> bool:
@@ -149,10 +150,9 @@ def _glued(pieces: list[str], piece: str) -> bool:
 def _separator(cfg: CFG, rng: random.Random, void) -> str:
     """A sample of an ignored terminal that begins and ends with no word character (what keeps
     two word terminals apart under ``word_boundaries``)."""
-    for _ in range(50):
-        if not cfg.ignore:
-            break
-        s = sample_regex_ast(cfg.terminals[rng.choice(sorted(cfg.ignore))], rng, extra=1, _void=void)
+    ignore = sorted(cfg.ignore)
+    for _ in range(50 if ignore else 0):
+        s = sample_regex_ast(cfg.terminals[rng.choice(ignore)], rng, extra=1, _void=void)
         if s and not _is_word_char(s[0]) and not _is_word_char(s[-1]):
             return s
     raise ValueError("word boundaries: no ignored terminal separates two word characters")
