@@ -43,22 +43,6 @@ LARK_CHAR_BUDGET = 1500
 N_VOCAB_SAMPLE = 3000  # brute-force mask check: random vocabulary ids per state
 N_ALLOWED_SAMPLE = 600  # ... plus this many allowed ids
 
-# Known engine limit hits (GrammarError "too ambiguous") on sampled sentences. The walk keeps one
-# configuration per (Earley context, lexer state), and in sql_select every "-" may be a unary
-# minus (one more nested context) or the start of a "--" comment, so a run of n dashes multiplies
-# the state's configurations by ~2n: a state of tens of configurations (64 at most in these
-# sentences, after comments and literals) times the 64/77-dash tokens of SmolLM2/Llama 3 passes
-# MAX_CONFIGS (only Llama 3's since the grammar has word boundaries).
-KNOWN_TOO_AMBIGUOUS = {
-    "bundled:sql_select.lark": "configurations per trie depth grow with a run of '-' (unary minus / comment start)",
-}
-
-
-def _params(keys):
-    return [pytest.param(k, marks=pytest.mark.xfail(raises=GrammarError, strict=False, reason=KNOWN_TOO_AMBIGUOUS[k]))
-            if k in KNOWN_TOO_AMBIGUOUS else k for k in keys]
-
-
 # ---------------------------------------------------------------------------- helpers
 @lru_cache(maxsize=None)
 def _source(key: str):
@@ -120,7 +104,7 @@ def _walk_tokens(m, index, ids: list[int], what) -> None:
 
 # ---------------------------------------------------------------------------- 1. sentences as tokens
 @pytest.mark.parametrize("vocab", VOCABS)
-@pytest.mark.parametrize("key", _params(KEYS))
+@pytest.mark.parametrize("key", KEYS)
 def test_sampled_sentences_are_accepted_as_real_token_sequences(real_vocab, key, vocab):
     tok, index, compiled = _compiled(real_vocab, key, vocab)
     rnd = random.Random(_seed(key + vocab))
@@ -719,6 +703,35 @@ def test_pathological_ambiguity_hits_the_documented_limit():
     with pytest.raises(GrammarError, match="too ambiguous"):
         compiled.accepts_text("a" * 60 + "x" * 60)
     assert time.perf_counter() - t0 < 30
+
+
+def test_sql_dash_runs_keep_few_parses(real_vocab):
+    """In sql_select "--" starts a comment wherever a terminal may start, so a run of dashes is
+    read as minus signs up to some dash and a comment from there. Unary minus applies to a primary
+    (not to another minus), so a run has at most three readings however long it is; before, every
+    dash was one more nested unary minus, and Llama 3's 77-dash token took a state of tens of
+    parses past ``MAX_CONFIGS`` (a ``GrammarError`` in the middle of generation)."""
+    from constrain.grammars import load
+
+    tok, index = real_vocab("llama3")
+    compiled = constrain.compile(load("sql_select"), index, cache=False)
+    state = compiled.step_bytes(compiled.start_config, b"SELECT a ")
+    counts = []
+    for _ in range(200):
+        state = compiled.step_bytes(state, b"-")
+        counts.append(len(compiled._configs[state]))
+    assert max(counts) <= 8 and counts[-1] == counts[40], counts[:8]
+    assert compiled.accepts_text("SELECT a " + "-" * 200 + "\nFROM t")
+    assert compiled.accepts_text("SELECT a--b FROM t") and compiled.accepts_text("SELECT -(-1)")
+    assert not compiled.accepts_text("SELECT - -1")
+    dashes = max((t for t in range(index.vocab_size) if set(index.token_bytes(t)) == {45}),
+                 key=lambda t: len(index.token_bytes(t)))
+    assert len(index.token_bytes(dashes)) >= 64
+    m = compiled.matcher()
+    for t in tok.encode("SELECT a, b - c", add_special_tokens=False):
+        m.advance(t)
+    words = _mask(m, index)  # (raised GrammarError "too ambiguous" before)
+    assert _bit(words, dashes) and compiled.step(m._states[-1], dashes) != -1
 
 
 def test_big_configuration_sets_give_brute_force_masks():
