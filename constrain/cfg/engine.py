@@ -23,6 +23,7 @@ import threading
 
 import numba
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
@@ -488,7 +489,10 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
 
     The positions map to ids one by one (a scatter); when most are set, the few that are not are
     scattered instead and cleared from ``all_words`` (every id of the trie): a string body allows
-    ~95% of a vocabulary, and its 50k-130k scatters cost 40-100 us."""
+    ~95% of a vocabulary, and its 50k-130k scatters cost 40-100 us. Set bits are found with the
+    processor's trailing-zero count: testing all 32 positions of each nonzero word cost 2-10x
+    more where bits are scattered (~5x at 5% of 128k positions set in short runs, 93 -> 10 us;
+    1.3x in long runs at 45%), and was ~8% of a MaskBench run's samples on Llama 3."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
     if ones == 0:  # no subtree was accepted whole
@@ -496,22 +500,22 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
     if 2 * ones <= n:
         for w in range(ordered.shape[0]):
             bits = ordered[w]
-            if bits == 0:
-                continue
-            for k in range(32):
-                if (bits >> np.uint32(k)) & np.uint32(1):
-                    t = trie_ids[w * 32 + k]
-                    out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            base = w * 32
+            while bits:
+                t = trie_ids[base + trailing_zeros(bits)]
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                bits &= bits - np.uint32(1)
         return
     unset = np.zeros(all_words.shape[0], dtype=np.uint32)
     for w in range(ordered.shape[0]):
         bits = ~ordered[w]
-        if bits == 0:
-            continue
-        for k in range(min(32, n - w * 32)):
-            if (bits >> np.uint32(k)) & np.uint32(1):
-                t = trie_ids[w * 32 + k]
-                unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+        base = w * 32
+        if n - base < 32:  # (the last word: positions past the trie are not tokens)
+            bits &= (np.uint32(1) << np.uint32(n - base)) - np.uint32(1)
+        while bits:
+            t = trie_ids[base + trailing_zeros(bits)]
+            unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            bits &= bits - np.uint32(1)
     for w in range(all_words.shape[0]):
         out_words[w] |= all_words[w] & ~unset[w]
 
