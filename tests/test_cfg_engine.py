@@ -736,8 +736,8 @@ def test_sql_dash_runs_keep_few_parses(real_vocab):
 
 def test_big_configuration_sets_give_brute_force_masks():
     """Past ``LINEAR_DEDUP`` configurations at one trie depth the walk finds repeated ones through a
-    hash table instead of a scan (a run of dashes in sql_select, each a minus or a comment start,
-    reaches ~70 on Llama 3). After a^n, AMBIGUOUS has Fibonacci(n) parses, each waiting for its own
+    hash table instead of a scan (a run of dashes in sql_select reached ~70 on Llama 3 while a
+    unary minus could follow a minus). After a^n, AMBIGUOUS has Fibonacci(n) parses, each waiting for its own
     string of "x" and "y": masks over every token of up to 6 bytes equal brute
     force (``compiled.step``, the Python path) from states of up to 8 parses (up to 233 inside a
     token), and the table was used. A dropped or merged configuration would lose its closing strings."""
