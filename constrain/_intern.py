@@ -13,6 +13,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from constrain._jit import no_refcounts
+
 UNINDEXED = 0
 _OFFSET = -3750763034362895579
 _PRIME = 1099511628211
@@ -31,7 +33,7 @@ def _slot(h, mask):  # pragma: no cover - numba
     return ((h >> 17) ^ h) & mask
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def find_vector(v, m, h, vec_ptr, vec, hashes, slots):  # pragma: no cover - numba
     """Id of the stored vector equal to ``v[:m]`` (hash ``h``), or -1."""
     mask = slots.shape[0] - 1
@@ -85,11 +87,12 @@ def reserve_vectors(vec_ptr, vec, hashes, slots, n, more, more_items):  # pragma
     return vec_ptr, vec, hashes, slots
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def put_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - numba
     """Store ``v[:m]`` as id ``n`` in a store with room reserved (``reserve_vectors``)."""
     top = vec_ptr[n]
-    vec[top: top + m] = v[:m]
+    for k in range(m):
+        vec[top + k] = v[k]
     vec_ptr[n + 1] = top + m
     hashes[n] = h
     if h != UNINDEXED:
@@ -100,7 +103,7 @@ def put_vector(v, m, h, vec_ptr, vec, hashes, slots, n):  # pragma: no cover - n
         slots[s] = n
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def find_or_put(v, m, vec_ptr, vec, hashes, slots, n, max_n):  # pragma: no cover - numba
     """Id of the stored vector ``v[:m]``, storing it as id ``n`` when new (room reserved first,
     ``reserve_vectors``), unless ``n >= max_n`` (then id -1, nothing stored). Returns (id,

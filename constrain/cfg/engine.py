@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
+from constrain._jit import no_refcounts
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
@@ -126,7 +127,7 @@ def _dedup_slot(seen, stamp, key):  # pragma: no cover - numba
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts(nogil=True)
 def _seen_before(seen, stamp, c, g):  # pragma: no cover - numba
     """Whether configuration ``(c, g)`` is in the set being built (stamp ``stamp``); adds it if not."""
     key = (np.int64(c) << np.int64(32)) | np.int64(g)
@@ -138,7 +139,7 @@ def _seen_before(seen, stamp, c, g):  # pragma: no cover - numba
     return False
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts(nogil=True)
 def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
     """A set at depth ``e`` grew past ``LINEAR_DEDUP``: its ``m`` configurations go into the hash
     table under a new stamp (returned; ``pos[2]`` holds the last one), which finds the rest. A run

@@ -27,8 +27,8 @@ import numpy as np
 
 from constrain.cfg._tables import KIND_END, KIND_NT, KIND_T, components, item_tables
 from constrain.cfg.ir import CFG
+from constrain._jit import no_refcounts
 from constrain.errors import GrammarError
-from constrain.regex.automaton import sort_small
 
 NO_CONTEXT = -1
 UNKNOWN = -2
@@ -55,7 +55,7 @@ def _slot_of(h, mask):  # pragma: no cover - numba
     return ((h >> 17) ^ h) & mask
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def _find_or_add_bits(bits, hashes, slots, n_arr, n_idx, vec):  # pragma: no cover - numba
     """Intern the bitset ``vec`` among rows ``bits[:n]``: (its id or -1 when full, whether new)."""
     n = n_arr[n_idx]
@@ -79,7 +79,8 @@ def _find_or_add_bits(bits, hashes, slots, n_arr, n_idx, vec):  # pragma: no cov
         s = (s + 1) & mask
     if n >= bits.shape[0] or 2 * (n + 1) > slots.shape[0]:
         return -1, False
-    bits[n, :] = vec
+    for w in range(vec.shape[0]):
+        bits[n, w] = vec[w]
     hashes[n] = h
     slots[s] = n
     n_arr[n_idx] = n + 1
@@ -118,7 +119,41 @@ def _push(key, seen, touched, n_touched, stack, n_stack):  # pragma: no cover - 
     return n_touched + 1, n_stack + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
+def _sift_down(a, root, end):  # pragma: no cover - numba
+    while True:
+        child = 2 * root + 1
+        if child >= end:
+            return
+        if child + 1 < end and a[child + 1] > a[child]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
+
+
+@numba.njit(cache=True, inline="always")
+def _sort_keys(a, m):  # pragma: no cover - numba
+    """Sort ``a[:m]`` in place without allocating (``advance`` counts no references, so it may
+    not): insertion sort for the few items of most kernels, heapsort past 32."""
+    if m <= 32:
+        for j in range(1, m):
+            x = a[j]
+            i = j - 1
+            while i >= 0 and a[i] > x:
+                a[i + 1] = a[i]
+                i -= 1
+            a[i + 1] = x
+        return
+    for root in range(m // 2 - 1, -1, -1):
+        _sift_down(a, root, m)
+    for end in range(m - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@no_refcounts()
 def advance(c, t, G, S, X):  # pragma: no cover - numba
     """The context after terminal ``t`` in context ``c`` (which must expect ``t``); or
     ``NEED_GROW`` (grow the store, call again) or ``TOO_AMBIGUOUS``. Memoises ``ctx_next``."""
@@ -231,7 +266,8 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
                     a = w * 64 + bit
                     for v in range(tbits.shape[0]):
                         pid_terms[pid2, v] |= first_terms[a, v]
-    tbits[:] = pid_terms[pid2]
+    for v in range(tbits.shape[0]):
+        tbits[v] = pid_terms[pid2, v]
     for j in range(n_k):
         it = np.int32(kbuf[j] >> 32)
         if item_kind[it] == KIND_T:
@@ -240,8 +276,8 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     tid, _ = _find_or_add_bits(tset_bits, tset_hash, tset_slots, counters, N_TSET, tbits)
     if tid < 0:
         return NEED_GROW
-    # the context itself, its kernel sorted in place (np.sort allocated per call; kernels are short)
-    sort_small(kbuf, n_k)
+    # the context itself, its kernel sorted in place
+    _sort_keys(kbuf, n_k)
     h = np.int64(14695981039346656037 - (1 << 64))
     for j in range(n_k):
         h = _mix(h, kbuf[j])
@@ -278,13 +314,13 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
     ctx_hash[new] = h
     ctx_slots[s] = new
     ctx_start[new] = tset_start[tid]
-    row = ctx_next[new]
-    row[:] = NO_CONTEXT
+    for v in range(ctx_next.shape[1]):
+        ctx_next[new, v] = NO_CONTEXT
     for w in range(tbits.shape[0]):
         word = tbits[w]
         for bit in range(64):
             if (word >> np.uint64(bit)) & np.uint64(1):
-                row[w * 64 + bit] = UNKNOWN
+                ctx_next[new, w * 64 + bit] = UNKNOWN
     counters[N_K] = nk_total + n_k
     counters[N_CTX] = n_ctx + 1
     ctx_next[c, t] = new

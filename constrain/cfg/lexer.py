@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from constrain._jit import no_refcounts
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, static_piece_dfa
@@ -41,6 +42,7 @@ LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR = 10, 11, 12, 
 LX_TERM_COMP, LX_NO_WORD = 30, 31
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
+UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 # rows the transition table (1 KB a state) reserves at once: allocated without being written (the
@@ -92,13 +94,14 @@ def word_separator(terminals: list, ignore) -> int | None:
     return None
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def has_room(lx):  # pragma: no cover - numba
     """Whether the store (``LexerBlocks.lx``) can take one more expansion: 256 new states of at
     most ``LONGEST`` components each, without growing an array."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
+     loop_work) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -114,7 +117,7 @@ def has_room(lx):  # pragma: no cover - numba
             and prev.shape[0] >= k)
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def ensure_expanded(lx, q):  # pragma: no cover - numba
     """Give state ``q`` its row (interning the states it reaches, each with its accepted terminals
     and mask class) and its loop bits, unless it has them. Returns READY, NEED_ROOM (Python grows
@@ -136,7 +139,8 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
+     loop_work) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
@@ -155,7 +159,8 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         for b in range(256):
             if is_word_byte(b):
                 trans[q, b] = -1
-        loops[q, :] = np.uint64(0)  # (a start loops nowhere: nothing leads back to it)
+        for w in range(4):  # (a start loops nowhere: nothing leads back to it)
+            loops[q, w] = np.uint64(0)
         expanded[q] = True
         return READY
     cls = mask_class[q]
@@ -175,7 +180,8 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
             # class (that of its components' classes) stays too
             every = True
             for j in range(vec_ptr[q], vec_ptr[q + 1]):
-                if not _utf8_loops(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):
+                if not _utf8_loops(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
+                                   loop_work):
                     every = False
                     break
             if every:
@@ -188,7 +194,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         utf8 = trans[q, 0xC2] >= 0  # (some UTF-8 character may follow: worth checking them)
         for j in range(vec_ptr[q], vec_ptr[q + 1]):
             lo, hi, h, with_utf8 = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps,
-                                                 comp_class, 63, utf8)
+                                                 comp_class, 63, utf8, loop_work)
             if h > best_h or (h == best_h and with_utf8 and not best_utf8):
                 best_lo, best_hi, best_h, best_utf8 = lo, hi, h, with_utf8
         if best_h > 0:
@@ -201,21 +207,21 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, inline="always")
-def _find_or_append(items, n, v):  # pragma: no cover - numba
-    """Index of ``v`` in ``items[:n]`` (a short list searched in order), appended when absent;
+def _find_or_append(work, row, n, v):  # pragma: no cover - numba
+    """Index of ``v`` in ``work[row, :n]`` (a short list searched in order), appended when absent;
     returns (index, new length)."""
     j = 0
-    while j < n and items[j] != v:
+    while j < n and work[row, j] != v:
         j += 1
     if j == n:
-        items[j] = v
+        work[row, j] = v
         n += 1
     return j, n
 
 
 @numba.njit(cache=True)
 def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, cap,
-                  utf8):  # pragma: no cover - numba
+                  utf8, work):  # pragma: no cover - numba
     """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
     it has none worth testing. Its bytes are the largest group of ASCII bytes that lead ``s`` to one
     state (a string's plain characters near its ``maxLength``, digits of a bounded number); the
@@ -227,38 +233,40 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     group does (a counted string's character of any width is one step): returned fourth, for the
     whole depth (a byte budget bounds the characters too). Llama 3's longest token spans a whole
     128-character chunk of a long string, so there its positions have only such loops, and without
-    characters in them a mask stepped through every non-ASCII subtree (~77k nodes)."""
-    succ = np.empty(128, dtype=np.int64)
+    characters in them a mask stepped through every non-ASCII subtree (~77k nodes).
+
+    ``work``: the store's ``loop_work`` (rows: successors, distinct successors, their byte counts,
+    the group's bytes, its classes; rows 5-8 ``_utf8_chars_end``'s), since ``ensure_expanded``, which
+    calls this, counts no references and so may not allocate."""
     n_live = 0
-    for b in range(128):
+    for b in range(128):  # row 0: each byte's successor
         t = comp_flat[comp_row[s] + class_maps[comp_map[s], b]]
-        succ[b] = t + comp_shift[s] if t >= 0 else -1
+        work[0, b] = t + comp_shift[s] if t >= 0 else -1
         n_live += t >= 0
     if n_live < MIN_BOUNDED_LOOP_BYTES:
         return np.uint64(0), np.uint64(0), 0, False
-    groups = np.empty(128, dtype=np.int64)  # distinct successors and their byte counts
-    sizes = np.zeros(128, dtype=np.int64)
+    for j in range(128):  # row 2: byte counts of the distinct successors in row 1
+        work[2, j] = 0
     n_groups = 0
     best = -1
     best_n = 0
     for b in range(128):
-        t = succ[b]
+        t = work[0, b]
         if t < 0:
             continue
-        j, n_groups = _find_or_append(groups, n_groups, t)
-        sizes[j] += 1
-        if sizes[j] > best_n:
-            best_n = sizes[j]
+        j, n_groups = _find_or_append(work, 1, n_groups, t)
+        work[2, j] += 1
+        if work[2, j] > best_n:
+            best_n = work[2, j]
             best = t
     if best_n < MIN_BOUNDED_LOOP_BYTES:
         return np.uint64(0), np.uint64(0), 0, False
     lo = np.uint64(0)
     hi = np.uint64(0)
-    group = np.empty(best_n, dtype=np.int64)  # the group's bytes
-    n_group = 0
+    n_group = 0  # row 3: the group's bytes
     for b in range(128):
-        if succ[b] == best:
-            group[n_group] = b
+        if work[0, b] == best:
+            work[3, n_group] = b
             n_group += 1
             if b < 64:
                 lo |= np.uint64(1) << np.uint64(b)
@@ -267,9 +275,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     h = 1
     cur = best
     if utf8:  # the first step, from ``s`` itself
-        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
-    classes = np.empty(n_group, dtype=np.int64)  # the group's distinct byte classes under map ``seen_map``
-    n_classes = 0
+        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
+    n_classes = 0  # row 4: the group's distinct byte classes under map ``seen_map``
     seen_map = -1
     while h < cap:
         m = comp_map[cur]
@@ -277,11 +284,11 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
             seen_map = m
             n_classes = 0
             for j in range(n_group):
-                _, n_classes = _find_or_append(classes, n_classes, class_maps[m, group[j]])
+                _, n_classes = _find_or_append(work, 4, n_classes, class_maps[m, work[3, j]])
         nxt = -1
         ok = True
         for j in range(n_classes):
-            t = comp_flat[comp_row[cur] + classes[j]]
+            t = comp_flat[comp_row[cur] + work[4, j]]
             if t < 0:
                 ok = False
                 break
@@ -294,7 +301,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
         if not ok:
             break
         if utf8:
-            utf8 = _utf8_chars_end(cur, nxt, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+            utf8 = _utf8_chars_end(cur, nxt, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
+                                   work)
         if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
             return lo, hi, cap, utf8
         h += 1
@@ -303,57 +311,56 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
 
 
 @numba.njit(cache=True, inline="always")
-def _add_item(items, n, h, k, lo, hi):  # pragma: no cover - numba
-    """Append (state, bytes due, first byte range) to ``items[:n]`` unless there; the new count,
-    or -1 when full."""
+def _add_item(work, n, h, k, lo, hi):  # pragma: no cover - numba
+    """Append (state, bytes due, first byte range) to the items ``work[5:9, :n]`` (one per column)
+    unless there; the new count, or -1 when full (64)."""
     for j in range(n):
-        if items[j, 0] == h and items[j, 1] == k and items[j, 2] == lo and items[j, 3] == hi:
+        if work[5, j] == h and work[6, j] == k and work[7, j] == lo and work[8, j] == hi:
             return n
-    if n == items.shape[0]:
+    if n == UTF8_ITEMS:
         return -1
-    items[n, 0] = h
-    items[n, 1] = k
-    items[n, 2] = lo
-    items[n, 3] = hi
+    work[5, n] = h
+    work[6, n] = k
+    work[7, n] = lo
+    work[8, n] = hi
     return n + 1
 
 
 @numba.njit(cache=True)
-def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class):  # pragma: no cover
+def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work):  # pragma: no cover
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g`` to a
     state of its own mask class, through live states (a JSON string body far from any bound). Its
     lexer state then holds the loop bit ``UTF8_MARK``: a walk accepts whole a subtree of ASCII loop
     bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
     a character cut short at the token's end being live. Read on the component's own table, so no
     lexer state is expanded for it."""
-    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class)
+    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
 
 
 @numba.njit(cache=True)
 def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps,
-                    comp_class):  # pragma: no cover - numba
+                    comp_class, work):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g``
     through live states to ``target`` (``target`` >= 0) or else to a state of ``g``'s own class.
     The targets of equal (state, bytes due, byte range) are checked once (a body's 2-byte leads all
     reach one state), and bytes of one class step alike, so a range is read once per run of a
     class."""
     cls = comp_class[g]
-    items = np.empty((64, 4), dtype=np.int64)
     n = 0
     for lead in range(0xC2, 0xF5):
         k, lo, hi = utf8_lead(lead)
         h = comp_flat[comp_row[g] + class_maps[comp_map[g], lead]]
         if h < 0:
             return False
-        n = _add_item(items, n, h + comp_shift[g], k, lo, hi)
+        n = _add_item(work, n, h + comp_shift[g], k, lo, hi)
         if n < 0:
             return False
     j = 0
     while j < n:
-        h, k = items[j, 0], items[j, 1]
+        h, k = work[5, j], work[6, j]
         m = comp_map[h]
         seen = -1
-        for b in range(items[j, 2], items[j, 3] + 1):
+        for b in range(work[7, j], work[8, j] + 1):
             c = class_maps[m, b]
             if c == seen:
                 continue
@@ -366,7 +373,7 @@ def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_
                 if (t != target) if target >= 0 else (comp_class[t] != cls):
                     return False
                 continue
-            n = _add_item(items, n, t, k - 1, 0x80, 0xBF)
+            n = _add_item(work, n, t, k - 1, 0x80, 0xBF)
             if n < 0:
                 return False
         j += 1
@@ -386,7 +393,8 @@ def add_start(lx, starts):  # pragma: no cover - numba
         return -1
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
-     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word) = lx
+     cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
+     loop_work) = lx
     n = ctr[N_STATES]
     twins = 2 if ctr[WORD_TWINS] else 1
     for s in range(n, n + twins):
@@ -428,7 +436,7 @@ def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
     return add_start(lx, starts[:k].copy())
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
                     expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch):  # pragma: no cover
     """A new state's accepted terminals (ascending, appended after ``acc_ptr[s]``) and mask class:
@@ -470,7 +478,7 @@ def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, ve
     mask_class[s] = cv_class[found]
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr,
                   vec, hashes, slots, n, max_states, single_of, scratch, prev, cut):  # pragma: no cover
     """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
@@ -531,7 +539,8 @@ def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, clas
                 rows[q, b] = prev_found
                 continue
         prev_m = m
-        prev[:m] = scratch[:m]
+        for x in range(m):
+            prev[x] = scratch[x]
         found = -1
         if m == 1:
             found = single_of[scratch[0]]
@@ -551,7 +560,7 @@ def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, clas
     return n
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_of):  # pragma: no cover - numba
     """Store the one-component vector ``[g]`` as state ``n`` (unindexed: ``single_of`` finds it);
     returns the new state count, or -1 past ``max_states``."""
@@ -659,6 +668,7 @@ class LexerBlocks:
         self._scratch = np.empty(1, dtype=np.int32)
         self._prev = np.empty(256, dtype=np.int32)  # expansion buffers (also a row's targets per class)
         self._cut = np.empty(256, dtype=np.bool_)
+        self._loop_work = np.empty((9, 128), dtype=np.int64)  # ``_bounded_loop``'s lists
         # every terminal's minimal DFA, concatenated on first use ("components"): per component
         # state its template row, shift, byte -> class map id, acceptance, terminal, mask class
         self._comp_row = np.zeros(64, dtype=np.int64)
@@ -746,7 +756,8 @@ class LexerBlocks:
                         self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
-                        self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word)
+                        self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word,
+                        self._loop_work)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
                        (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp), (LX_NO_WORD, self._no_word)))
