@@ -440,15 +440,18 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         assert len(dup) == 125
     # node form: each node's subtree byte set (the walks' whole-subtree acceptance) equals the bytes below it
     nodes = trie_nodes(trie)
+    _check_node_numbering(nodes)
     sets = subtree_bytes(nodes)
     starts = nodes.token_start  # each subtree's tokens: one run in byte order
     for k, i in enumerate(random.Random(0).sample(range(len(nodes.byte)), 3000)):
-        below = set(nodes.byte[i:nodes.skip[i]].tolist())
+        sub = _subtree(nodes, i)
+        assert len(sub) == nodes.below[i]
+        below = set(nodes.byte[sub].tolist())
         assert {b for b in range(256) if int(sets[i, b >> 6]) >> (b & 63) & 1} == below, i
         prefix = flat[ol[starts[i]]: ol[starts[i]] + nodes.depth[i] + 1]
         run = trie.ids[starts[i]:starts[nodes.skip[i]]].tolist()
         assert run and all(tb[t].startswith(prefix) for t in run), i
-        assert {t for t in nodes.token[i:nodes.skip[i]].tolist() if t >= 0} <= set(run)
+        assert {t for t in nodes.token[sub].tolist() if t >= 0} <= set(run)
         if k < 100:  # the run is every token with that prefix (a full scan: a few nodes only)
             assert sum(tb[t].startswith(prefix) for t in text_ids) == len(run), i
     # strict UTF-8 subtrees (walk_byte_sets' mark): every token below, from the node on, is whole
@@ -468,6 +471,41 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         # word 2 (bytes 128-191, folded into the marks) is the height: longest token below, from the node on
         height = max(len(tb[t]) for t in run) - d
         assert int(walk_sets[i, 2]) == (2**64 - 1 if height >= 64 else 2**height - 1), (i, height)
+
+
+def _subtree(nodes, i: int) -> list[int]:
+    """Node ``i`` and every node below it, in depth-first order (``down`` until ``skip[i]``)."""
+    out, j = [i], int(nodes.down[i])
+    while j != nodes.skip[i]:
+        out.append(j)
+        j = int(nodes.down[j])
+    return out
+
+
+def _check_node_numbering(nodes) -> None:
+    """Depth-first order through ``down`` visits every node once, as ``pre`` lists them; a node's
+    children (the nodes one deeper up to its ``skip``, each found at its elder sibling's ``skip``)
+    have consecutive ids, the root's children are ``0..``, and ``skip`` ends at ``M``."""
+    m = len(nodes.byte)
+    order, j = [], 0
+    while j != m:
+        order.append(j)
+        j = int(nodes.down[j])
+    assert order == nodes.pre.tolist() and sorted(order) == list(range(m))
+    assert [int(nodes.depth[i]) for i in order[:1]] == [0]
+    depth, down, skip = nodes.depth.tolist(), nodes.down.tolist(), nodes.skip.tolist()
+    roots, j = [], 0
+    while j != m:
+        roots.append(j)
+        j = skip[j]
+    assert roots == list(range(len(roots)))
+    for i in random.Random(2).sample(range(m), min(m, 20000)):
+        kids, j = [], down[i]
+        while j != skip[i]:
+            assert depth[j] == depth[i] + 1
+            kids.append(j)
+            j = skip[j]
+        assert kids == list(range(kids[0], kids[0] + len(kids))) if kids else down[i] == skip[i]
 
 
 def _utf8_fragment(data: bytes, cut_ok: bool = True) -> bool:

@@ -84,16 +84,27 @@ class ByteTrie:
 
 @dataclass(frozen=True)
 class TrieNodes:
-    """The trie as nodes in depth-first order, one per distinct non-empty token prefix.
+    """The trie as nodes, one per distinct non-empty token prefix, each child list contiguous.
 
-    Node ``i`` appends ``byte[i]`` to the prefix of its parent at depth ``depth[i]``; walking
-    nodes in order, a rejected node jumps to ``skip[i]`` (the end of its subtree). ``token[i]``
-    is the id of the token spelled by the prefix ending at node ``i`` (or -1). Byte strings held
-    by several ids (SentencePiece byte fallback) keep one id on the node; the others are listed
-    in ``dup_of``/``dup_ids`` (``dup_ids[k]`` is allowed exactly when ``dup_of[k]`` is).
-    ``token_start[i]`` is the position (in the trie's byte order) of the first token below node
-    ``i``: a subtree's tokens are the contiguous run ``ids[token_start[i]:token_start[skip[i]]]``
-    (the last entry is the token count).
+    Node ``i`` appends ``byte[i]`` to the prefix of its parent at depth ``depth[i]``. The walks go
+    depth first: ``down[i]`` is the node after ``i`` in that order (its first child, or
+    ``skip[i]`` when it has none), ``skip[i]`` the node after its whole subtree (a rejected node
+    jumps there; ``M`` past the last one). ``token[i]`` is the id of the token spelled by the
+    prefix ending at node ``i`` (or -1). Byte strings held by several ids (SentencePiece byte
+    fallback) keep one id on the node; the others are listed in ``dup_of``/``dup_ids``
+    (``dup_ids[k]`` is allowed exactly when ``dup_of[k]`` is). ``token_start[i]`` is the position
+    (in the trie's byte order) of the first token below node ``i``: a subtree's tokens are the
+    contiguous run ``ids[token_start[i]:token_start[skip[i]]]`` (the last entry is the token
+    count). ``below[i]`` counts the nodes of its subtree, itself included.
+
+    Numbering: the children of a node have consecutive ids, and lists are laid out in depth-first
+    order of their parents (the root's children are ``0..``). So ``skip[i]`` of a child that is
+    not its parent's last is ``i + 1``, and a walk that rejects child after child (most children
+    of a wide node die) or accepts subtree after subtree reads its arrays in order, where the
+    plain depth-first numbering made it jump a subtree's length for each one: every jump missed
+    in the cache in each node array, and first walks after the caches were evicted (a model's
+    forward pass does that) cost ~2x more per node. ``pre`` lists the ids in depth-first order
+    (the kernels that derive per-node facts in one pass over it).
     """
 
     byte: np.ndarray  # uint8 [M]
@@ -103,6 +114,9 @@ class TrieNodes:
     dup_of: np.ndarray  # int32 [D]
     dup_ids: np.ndarray  # int32 [D]
     token_start: np.ndarray  # int32 [M + 1]
+    down: np.ndarray  # int32 [M]
+    below: np.ndarray  # int32 [M]
+    pre: np.ndarray  # int32 [M]: node ids in depth-first order
 
     @classmethod
     def build(cls, trie: "ByteTrie") -> "TrieNodes":
@@ -118,11 +132,43 @@ class TrieNodes:
         dup_idx = np.flatnonzero(dup)
         # a duplicate's twin is the nearest earlier non-duplicate token
         base = np.maximum.accumulate(np.where(dup, -1, np.arange(len(lengths))))
+        token_start = np.append(owner, len(lengths)).astype(np.int32)  # a node's first token: its creator
+        new_id = _list_order(skip)  # depth-first position -> id
+        at = np.empty_like(new_id)  # id -> depth-first position
+        at[new_id] = np.arange(len(new_id), dtype=np.int32)
+        n = len(new_id)
+        id_of = np.append(new_id, n).astype(np.int32)  # (position n: past the end)
+        has_kids = skip > np.arange(1, n + 1)
         return cls(
-            byte=byte.astype(np.uint8), depth=depth.astype(np.int32), skip=skip, token=token,
-            dup_of=trie.ids[base[dup_idx]].astype(np.int32), dup_ids=trie.ids[dup_idx].astype(np.int32),
-            token_start=np.append(owner, len(lengths)).astype(np.int32),  # a node's first token: its creator
+            byte=byte.astype(np.uint8)[at], depth=depth.astype(np.int32)[at], skip=id_of[skip][at],
+            token=token[at], dup_of=trie.ids[base[dup_idx]].astype(np.int32),
+            dup_ids=trie.ids[dup_idx].astype(np.int32),
+            token_start=np.append(token_start[:-1][at], token_start[-1]).astype(np.int32),
+            down=np.where(has_kids, id_of[np.minimum(np.arange(1, n + 1), n)], id_of[skip])[at].astype(np.int32),
+            below=(skip - np.arange(n)).astype(np.int32)[at], pre=new_id,
         )
+
+
+@numba.njit(cache=True)
+def _list_order(skip):  # pragma: no cover - numba
+    """Ids for nodes given in depth-first order (``skip``: the end of each subtree): the root's
+    children first, then each node's children as one run, taken in depth-first order of the
+    parents."""
+    n = skip.shape[0]
+    out = np.empty(n, dtype=np.int32)
+    k = 0
+    j = 0
+    while j < n:  # the root's children
+        out[j] = k
+        k += 1
+        j = skip[j]
+    for i in range(n):
+        j = i + 1
+        while j < skip[i]:
+            out[j] = k
+            k += 1
+            j = skip[j]
+    return out
 
 
 def _subtree_ends(depth: np.ndarray) -> np.ndarray:
@@ -245,6 +291,13 @@ def _kept(nodes: TrieNodes, name: str, build):
     return got
 
 
+def _by_id(nodes: TrieNodes, in_order: np.ndarray) -> np.ndarray:
+    """Per-node facts computed in depth-first order (one pass over ``nodes.pre``), indexed by id."""
+    out = np.empty_like(in_order)
+    out[nodes.pre] = in_order
+    return out
+
+
 def _max_depth(nodes: TrieNodes) -> int:
     return int(nodes.depth.max()) if len(nodes.depth) else 0
 
@@ -256,7 +309,8 @@ def subtree_utf8(nodes: TrieNodes) -> np.ndarray:
     character (a JSON string body: ``LexerBlocks`` "UTF-8 loops") accepts such a subtree whole even
     though its bytes are not all loop bits: in a 128k vocabulary most subtrees hold some non-ASCII
     token (a string body walk 64k -> 6k nodes)."""
-    return _kept(nodes, "_subtree_utf8", lambda n: _subtree_utf8_kernel(n.byte, n.depth, _max_depth(n)))
+    return _kept(nodes, "_subtree_utf8", lambda n: _by_id(n, _subtree_utf8_kernel(n.byte[n.pre], n.depth[n.pre],
+                                                                                    _max_depth(n))))
 
 
 def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
@@ -276,7 +330,8 @@ def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
 def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
     """``uint64 [M, 4]``: the set of bytes in each node's subtree (its own byte included), built once
     and kept on ``nodes``. A walk in a state that loops on all of them accepts the whole subtree."""
-    return _kept(nodes, "_subtree_bytes", lambda n: _subtree_bytes_kernel(n.byte, n.depth, _max_depth(n)))
+    return _kept(nodes, "_subtree_bytes", lambda n: _by_id(n, _subtree_bytes_kernel(n.byte[n.pre], n.depth[n.pre],
+                                                                                     _max_depth(n))))
 
 
 UTF8_MARK = 0xFF  # never in UTF-8: stands for "strict UTF-8 characters" in ``walk_byte_sets``
@@ -286,7 +341,7 @@ NO_LOOP_MARK = 0xFE  # never in UTF-8, never a loop byte: makes the whole-subtre
 def subtree_heights(nodes: TrieNodes) -> np.ndarray:
     """``int32 [M]``: the longest token below each node, in bytes from the node on (its own byte
     included); built once and kept on ``nodes``."""
-    return _kept(nodes, "_subtree_heights", lambda n: _subtree_heights_kernel(n.depth, _max_depth(n)))
+    return _kept(nodes, "_subtree_heights", lambda n: _by_id(n, _subtree_heights_kernel(n.depth[n.pre], _max_depth(n))))
 
 
 def height_code(h) -> np.ndarray:

@@ -154,7 +154,7 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 
 @numba.njit(cache=True, nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-              byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction):  # pragma: no cover
+              byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -211,14 +211,14 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if _loops_cover(sub_bytes, i, loops, g):
                     i = _accept_subtree(ordered, sub_start, skip, i)
                     continue
-                if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != i + 1:
+                if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != down[i]:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
                     break
                 single[d + 1] = g2
                 t = token[i]
                 if t >= 0:
                     out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-                i += 1
+                i = down[i]
             if not event:
                 continue
             _write_back(cfg_c, cfg_g, cnt, single, c0, d0, d)
@@ -241,14 +241,14 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         if not alive:
             i = skip[i]
             continue
-        if skip[i] == i + 1:
+        if skip[i] == down[i]:
             # A leaf: its token is allowed (some configuration's lexer survives the byte); what
             # the parser would make of a terminal ending here matters only to longer tokens
             # (skipping it spares a parser context per terminal sequence that ends a token).
             t = token[i]
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            i += 1
+            i = skip[i]
             continue
         whole = False
         for k in range(cnt[d]):
@@ -337,7 +337,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         t = token[i]
         if t >= 0:
             out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-        i += 1
+        i = down[i]
     _pause(pos, i, visited)
     return 0
 
@@ -383,7 +383,7 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
                 accepting = True
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
-                       a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction)
+                       a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -420,12 +420,13 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
 def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - numba
     """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
     return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
-                          root_g, a.byte, a.depth, a.skip, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need,
+                          root_g, a.byte, a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words,
+                          a.need,
                           a.seen, a.junction)
 
 
 @numba.njit(cache=True, nogil=True)
-def _walk_lexer(lx, start, roots, byte, depth, skip, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
+def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
                 out_words, ev_node, ev_state, ended):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted). ``roots``:
@@ -454,7 +455,7 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, token, sub_bytes, sub_start
         i = roots[r] if n_roots else 0
         end = skip[i] if n_roots else byte.shape[0]
         stack[depth[i]] = start
-        while i < end:
+        while i != end:
             d = depth[i]
             g = stack[d]
             if not expanded[g]:
@@ -479,7 +480,7 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, token, sub_bytes, sub_start
             t = token[i]
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            i += 1
+            i = down[i]
     _ordered_to_words(ordered, trie_ids, all_words, out_words)
     return n_ev
 
@@ -554,7 +555,7 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, cap,
+def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, down, cap,
                             junction):  # pragma: no cover - numba
     """The children of the event nodes where terminal ``terms[k]`` may end, grouped by byte: its
     groups are ``term_ptr[k]:term_ptr[k + 1]``, group ``j`` holds the children of byte
@@ -591,10 +592,10 @@ def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, 
                 k = k_of[t] if t < k_of.shape[0] else -1
                 if k < 0:
                     continue
-                j = node + 1
+                j = down[node]
                 end = skip[node]
                 glued = junction[byte[node]]
-                while j < end:
+                while j != end:
                     if glued and junction[byte[j]]:
                         j = skip[j]
                         continue
@@ -712,13 +713,13 @@ def _boundary_walk(a, words, c, terms, term_ptr, group_byte, kid_ptr, kids, root
             return DENSE_BOUNDARY
         plan[0] = n
         if nested_min >= 0 and n > 0:  # (one configuration below every root: the case that recurs)
-            skip = a.skip
+            below = a.below
             size = 0
             for k in range(n):
                 if root_c[k] != root_c[0] or root_g[k] != root_g[0]:
                     size = -1
                     break
-                size += skip[roots[k]] - roots[k]
+                size += below[roots[k]]
             if size > nested_min:
                 return NESTED
         start = True
@@ -742,7 +743,7 @@ def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
 
 @numba.njit(cache=True, nogil=True)
 def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-                   roots, root_c, root_g, byte, depth, skip, token, cfg_c, cfg_g, cnt, pos, out_words,
+                   roots, root_c, root_g, byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words,
                    need, seen, junction):  # pragma: no cover
     """The context-dependent part of a mask: walk the subtree of every root node from the one
     configuration ``(root_c, root_g)`` that reads the root's byte (a terminal just ended above it).
@@ -773,7 +774,7 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             cnt[d0] = 1
             i = root
         end = skip[root]
-        while i < end:
+        while i != end:
             d = depth[i]
             for k in range(cnt[d]):  # states reached first here get their rows now (lazy lexer)
                 g = cfg_g[d, k]
@@ -869,14 +870,14 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             t = token[i]
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            i += 1
+            i = down[i]
         r += 1
         i = -1
     return 0
 
 
 @numba.njit(cache=True, nogil=True)
-def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, max_depth, ordered,
+def _loop_frontier(loops, dead, byte, depth, skip, down, token, sub_bytes, sub_start, max_depth, ordered,
                    roots, root_prefix):  # pragma: no cover - numba
     """The part of a mask walk that depends on a state's loop and dead bytes only.
 
@@ -917,7 +918,7 @@ def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, 
                 lo[d + 1] = 0x80
                 hi[d + 1] = 0xBF
                 char_start[d + 1] = char_start[d]
-                i += 1
+                i = down[i]
                 continue
             packed = 0
             for j in range(char_start[d], d):
@@ -954,7 +955,7 @@ def _loop_frontier(loops, dead, byte, depth, skip, token, sub_bytes, sub_start, 
         lo[d + 1] = 0xA0 if b == 0xE0 else (0x90 if b == 0xF0 else 0x80)
         hi[d + 1] = 0x9F if b == 0xED else (0x8F if b == 0xF4 else 0xBF)
         char_start[d + 1] = d
-        i += 1
+        i = down[i]
     return n_roots, saved - n_roots
 
 
@@ -978,7 +979,8 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
         roots = np.empty(len(nodes.byte), dtype=np.int32)
         prefix = np.empty(len(nodes.byte), dtype=np.int32)
         n, saved = _loop_frontier(np.ascontiguousarray(loops), np.ascontiguousarray(dead), nodes.byte, nodes.depth,
-                                  nodes.skip, nodes.token, walk_byte_sets(nodes), nodes.token_start, trie.max_len,
+                                  nodes.skip, nodes.down, nodes.token, walk_byte_sets(nodes), nodes.token_start,
+                                  trie.max_len,
                                   ordered, roots, prefix)
         words = np.zeros(n_words, dtype=np.uint32)
         _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words)
@@ -1439,9 +1441,10 @@ class CFGCompiledGrammar(CompiledGrammar):
             nodes, buffers = trie_nodes(trie), self._walk_buffers(trie)
             args = self._args = make_walk_args(
                 lx, p.G, p.S, p.X, self._is_ignore, walk_byte_sets(nodes), nodes.token_start, buffers.ordered,
-                nodes.byte, nodes.depth, nodes.skip, nodes.token, buffers.cfg_c, buffers.cfg_g, buffers.cnt,
-                buffers.pos, buffers.need, buffers.done, trie.ids, id_words(trie, self._n_words),
-                nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen, self._junction)
+                nodes.byte, nodes.depth, nodes.skip, nodes.down, nodes.below, nodes.token, buffers.cfg_c,
+                buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
+                id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
+                self._junction)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
@@ -1470,7 +1473,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         sub_bytes = walk_byte_sets(nodes)
         below = _WHOLE_TRIE if roots is None else roots
         while True:
-            n_ev = _walk_lexer(self.lexers.lx, np.int32(g), below, nodes.byte, nodes.depth, nodes.skip, nodes.token,
+            n_ev = _walk_lexer(self.lexers.lx, np.int32(g), below, nodes.byte, nodes.depth, nodes.skip, nodes.down,
+                               nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
                                inside, ev_node, ev_state, ended)
             if n_ev >= 0:
@@ -1485,7 +1489,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             terms = np.flatnonzero(ended).astype(np.int32)
             acc_ptr, acc_terms = self.lexers.arrays()
             kids = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, terms, nodes.byte,
-                                           nodes.skip, np.int64(KIDS_PER_ROOT * limit), self._junction)
+                                           nodes.skip, nodes.down, np.int64(KIDS_PER_ROOT * limit), self._junction)
             # (+ the plan's root buffers, reused by every context: the walks run under the lock)
             boundary = None if kids is None else (terms, *kids, *np.empty((3, limit), dtype=np.int32))
         hit = (inside, boundary)

@@ -14,7 +14,8 @@ import numba
 from numba.core import types
 from numba.experimental import structref
 
-FIELDS = ("lx", "G", "S", "X", "is_ignore", "sub_bytes", "sub_start", "ordered", "byte", "depth", "skip", "token",
+FIELDS = ("lx", "G", "S", "X", "is_ignore", "sub_bytes", "sub_start", "ordered", "byte", "depth", "skip", "down",
+          "below", "token",
           "cfg_c", "cfg_g", "cnt", "pos", "need", "done", "trie_ids", "all_words", "dup_of", "dup_ids", "eos_ids",
           "seen", "junction")
 
@@ -33,11 +34,11 @@ structref.define_proxy(WalkArgs, WalkArgsType, list(FIELDS))
 
 
 @numba.njit(cache=True)
-def make_walk_args(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, token,
+def make_walk_args(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                    cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids,
                    seen, junction):  # pragma: no cover
     """(Compiled and cached, unlike the proxy's own constructor.)"""
-    return WalkArgs(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, token,
+    return WalkArgs(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                     cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids, seen,
                     junction)
 
