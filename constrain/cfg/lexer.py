@@ -101,7 +101,7 @@ def has_room(lx):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work) = lx
+     loop_work, utf8_memo) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -140,7 +140,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work) = lx
+     loop_work, utf8_memo) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
@@ -181,7 +181,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
             every = True
             for j in range(vec_ptr[q], vec_ptr[q + 1]):
                 if not _utf8_loops(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
-                                   loop_work):
+                                   loop_work, utf8_memo):
                     every = False
                     break
             if every:
@@ -194,7 +194,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         utf8 = trans[q, 0xC2] >= 0  # (some UTF-8 character may follow: worth checking them)
         for j in range(vec_ptr[q], vec_ptr[q + 1]):
             lo, hi, h, with_utf8 = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps,
-                                                 comp_class, 63, utf8, loop_work)
+                                                 comp_class, 63, utf8, loop_work, utf8_memo)
             if h > best_h or (h == best_h and with_utf8 and not best_utf8):
                 best_lo, best_hi, best_h, best_utf8 = lo, hi, h, with_utf8
         if best_h > 0:
@@ -219,9 +219,9 @@ def _find_or_append(work, row, n, v):  # pragma: no cover - numba
     return j, n
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, cap,
-                  utf8, work):  # pragma: no cover - numba
+                  utf8, work, memo):  # pragma: no cover - numba
     """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
     it has none worth testing. Its bytes are the largest group of ASCII bytes that lead ``s`` to one
     state (a string's plain characters near its ``maxLength``, digits of a bounded number); the
@@ -275,7 +275,8 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     h = 1
     cur = best
     if utf8:  # the first step, from ``s`` itself
-        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
+        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+                               memo)
     n_classes = 0  # row 4: the group's distinct byte classes under map ``seen_map``
     seen_map = -1
     while h < cap:
@@ -302,7 +303,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
             break
         if utf8:
             utf8 = _utf8_chars_end(cur, nxt, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
-                                   work)
+                                   work, memo)
         if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
             return lo, hi, cap, utf8
         h += 1
@@ -326,20 +327,38 @@ def _add_item(work, n, h, k, lo, hi):  # pragma: no cover - numba
     return n + 1
 
 
-@numba.njit(cache=True)
-def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work):  # pragma: no cover
+@no_refcounts()
+def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+                memo):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g`` to a
     state of its own mask class, through live states (a JSON string body far from any bound). Its
     lexer state then holds the loop bit ``UTF8_MARK``: a walk accepts whole a subtree of ASCII loop
     bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
     a character cut short at the token's end being live. Read on the component's own table, so no
     lexer state is expanded for it."""
-    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
+    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work, memo)
 
 
-@numba.njit(cache=True)
-def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps,
-                    comp_class, work):  # pragma: no cover - numba
+@no_refcounts()
+def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+                    memo):  # pragma: no cover - numba
+    """``_utf8_chars_checked`` remembered per component state ``g`` (``memo[g]``: 0 unknown, else
+    ``(target + 2) << 1 | answer`` of its last call). A long counted string's position ``d`` asks
+    about positions ``d .. d + 63`` (``_bounded_loop``), the next position about ``d + 1 .. d + 64``:
+    without the memo these checks were ~63% of the first mask inside such a string on Llama 3
+    (688 new lexer states, ~5.5 ms)."""
+    key = (target + 2) << 1
+    got = memo[g]
+    if got != 0 and (got >> 1) << 1 == key:
+        return (got & 1) == 1
+    ok = _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
+    memo[g] = key | (1 if ok else 0)
+    return ok
+
+
+@no_refcounts()
+def _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps,
+                        comp_class, work):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g``
     through live states to ``target`` (``target`` >= 0) or else to a state of ``g``'s own class.
     The targets of equal (state, bytes due, byte range) are checked once (a body's 2-byte leads all
@@ -394,7 +413,7 @@ def add_start(lx, starts):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work) = lx
+     loop_work, utf8_memo) = lx
     n = ctr[N_STATES]
     twins = 2 if ctr[WORD_TWINS] else 1
     for s in range(n, n + twins):
@@ -679,6 +698,7 @@ class LexerBlocks:
         self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
         self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
+        self._utf8_memo = np.zeros(64, dtype=np.int64)  # component -> ``_utf8_chars_end``'s last answer
         # terminal -> its DFA's start component (-1: empty language, ``UNBUILT`` until built), read by
         # ``_build`` and by the walks (``block_start``)
         self._term_comp = np.full(max(len(terminals), 1), UNBUILT, dtype=np.int32)
@@ -757,7 +777,7 @@ class LexerBlocks:
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
                         self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word,
-                        self._loop_work)
+                        self._loop_work, self._utf8_memo)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
                        (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp), (LX_NO_WORD, self._no_word)))
@@ -957,6 +977,7 @@ class LexerBlocks:
         starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
         if self._single_of.shape[0] < self._n_comp:
             self._single_of = _room(self._single_of, self._n_comp, -1)
+            self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
             self._lx = None
         c = self._ctr
         c[LONGEST] = max(int(c[LONGEST]), starts.shape[0])
