@@ -14,6 +14,7 @@ effects under ~5% need 10+ rounds.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -25,7 +26,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def worker(key: str) -> None:
+def worker(key: str, collect: bool) -> None:
     """Read case names from stdin; print each one's first-pass mask mean (us) on one line: a cold
     compile and a fresh matcher, ``fill_bitmask`` into a CPU bitmask per token, as ``bench_cfg.py``
     times it (``_common.run_pass``)."""
@@ -48,6 +49,8 @@ def worker(key: str) -> None:
         kind, text = case_source(case)
         ids = canonical_tokens(tok, CASES[case][2])
         ours.word_boundaries = case in WORD_BOUNDARY_CASES
+        if collect:  # as ``_common.run_case`` does before each compile: the walks then start cache-cold
+            gc.collect()
         m = ours.compile(index, kind, text).matcher()
         total = 0
         for t in ids:
@@ -65,16 +68,19 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--cases", default="sql_select,arithmetic.gbnf,json.gbnf,python_expr")
+    ap.add_argument("--collect", action="store_true",
+                    help="gc.collect() before each compile, as bench_cfg.py does (cache-cold first walks)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args.tokenizer)
+        worker(args.tokenizer, args.collect)
         return
     cases = args.cases.split(",")
     procs = {}
     for side, path in (("A", args.a), ("B", args.b)):
         env = dict(os.environ, PYTHONPATH=str(Path(path).resolve()))
-        procs[side] = subprocess.Popen([sys.executable, __file__, "--worker", "--tokenizer", args.tokenizer], env=env,
+        procs[side] = subprocess.Popen([sys.executable, __file__, "--worker", "--tokenizer", args.tokenizer]
+                                       + (["--collect"] if args.collect else []), env=env,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/tmp")
     for p in procs.values():
         if p.stdout.readline().strip() != "ready":
