@@ -29,6 +29,7 @@ from constrain.cfg._tables import KIND_END, KIND_NT, KIND_T, components, item_ta
 from constrain.cfg.ir import CFG
 from constrain._jit import no_refcounts
 from constrain.errors import GrammarError
+from constrain.regex.automaton import insertion_sort
 
 NO_CONTEXT = -1
 UNKNOWN = -2
@@ -138,13 +139,7 @@ def _sort_keys(a, m):  # pragma: no cover - numba
     """Sort ``a[:m]`` in place without allocating (``advance`` counts no references, so it may
     not): insertion sort for the few items of most kernels, heapsort past 32."""
     if m <= 32:
-        for j in range(1, m):
-            x = a[j]
-            i = j - 1
-            while i >= 0 and a[i] > x:
-                a[i + 1] = a[i]
-                i -= 1
-            a[i + 1] = x
+        insertion_sort(a, m)
         return
     for root in range(m // 2 - 1, -1, -1):
         _sift_down(a, root, m)

@@ -363,11 +363,8 @@ def _co_filter(eps_ptr, eps_dst, e_ptr, e_lo, e_hi, e_dst, final):  # pragma: no
 
 
 @numba.njit(cache=True, inline="always")
-def sort_small(a, m):  # pragma: no cover - numba
-    """Sort ``a[:m]`` in place: insertion sort for the few members of most subsets."""
-    if m > 48:
-        a[:m] = np.sort(a[:m])
-        return
+def insertion_sort(a, m):  # pragma: no cover - numba
+    """Sort ``a[:m]`` in place by insertion (no allocation; for a few items)."""
     for j in range(1, m):
         x = a[j]
         i = j - 1
@@ -375,6 +372,15 @@ def sort_small(a, m):  # pragma: no cover - numba
             a[i + 1] = a[i]
             i -= 1
         a[i + 1] = x
+
+
+@numba.njit(cache=True, inline="always")
+def sort_small(a, m):  # pragma: no cover - numba
+    """Sort ``a[:m]`` in place: insertion sort for the few members of most subsets."""
+    if m > 48:
+        a[:m] = np.sort(a[:m])
+        return
+    insertion_sort(a, m)
 
 
 @numba.njit(cache=True)
