@@ -894,6 +894,9 @@ class LexerBlocks:
             self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
         self._ctr[NEXT_CLASS] = next_class
         self._n_comp = base + n
+        # per-component arrays the expansion indexes (numba checks no bounds: they cover every component)
+        self._single_of = _room(self._single_of, self._n_comp, -1)
+        self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
         self._lx = None
         return base
 
@@ -975,10 +978,6 @@ class LexerBlocks:
         comp = self._term_comp
         found = [s if (s := int(comp[t])) != UNBUILT else self._component(t) for t in terminal_ids]
         starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
-        if self._single_of.shape[0] < self._n_comp:
-            self._single_of = _room(self._single_of, self._n_comp, -1)
-            self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
-            self._lx = None
         c = self._ctr
         c[LONGEST] = max(int(c[LONGEST]), starts.shape[0])
         if int(c[N_STATES]) >= MAX_LEXER_STATES:
