@@ -152,9 +152,10 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
     return stamp
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts(nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
-              byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction):  # pragma: no cover
+              byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction,
+              single):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -175,7 +176,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     ctx_start = S[17]
     ctx_next = S[18]
     cap = cfg_c.shape[1]
-    single = np.empty(cfg_c.shape[0] + 1, dtype=np.int32)
     n = byte.shape[0]
     i = pos[0]
     visited = pos[1]
@@ -383,7 +383,7 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
                 accepting = True
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
-                       a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction)
+                       a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction, a.single)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -481,12 +481,12 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i = down[i]
-    _ordered_to_words(ordered, trie_ids, all_words, out_words)
+    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32))
     return n_ev
 
 
-@numba.njit(cache=True, nogil=True)
-def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no cover - numba
+@no_refcounts(nogil=True)
+def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma: no cover - numba
     """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order).
 
     The positions map to ids one by one (a scatter); when most are set, the few that are not are
@@ -508,7 +508,8 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
                 bits &= bits - np.uint32(1)
         return
-    unset = np.zeros(all_words.shape[0], dtype=np.uint32)
+    for w in range(unset.shape[0]):
+        unset[w] = 0
     for w in range(ordered.shape[0]):
         bits = ~ordered[w]
         base = w * 32
@@ -522,12 +523,12 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words):  # pragma: no co
         out_words[w] |= all_words[w] & ~unset[w]
 
 
-@numba.njit(cache=True, nogil=True)
-def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepting, words):  # pragma: no cover
+@no_refcounts(nogil=True)
+def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepting, words, unset):  # pragma: no cover
     """Everything a walk leaves to do, in one call: the subtrees accepted whole (``ordered``) to
     token bits, the bits of tokens whose bytes duplicate an allowed one, EOS where the
     configuration set accepts. Returns (allowed count, the only allowed token or -1)."""
-    _ordered_to_words(ordered, trie_ids, all_words, words)
+    _ordered_to_words(ordered, trie_ids, all_words, words, unset)
     for k in range(dup_of.shape[0]):
         s = dup_of[k]
         if (words[s >> 5] >> np.uint32(s & 31)) & np.uint32(1):
@@ -551,7 +552,8 @@ def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepti
 @numba.njit(cache=True, nogil=True)
 def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
     """``_finish_mask`` reading its arrays from one ``WalkArgs``."""
-    return _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, accepting, words)
+    return _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, accepting, words,
+                        a.unset)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -737,7 +739,7 @@ def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
         a.pos[1] = -1
     status = _walk_subtrees_of(a, roots, root_c, root_g, words)
     if status == 0:
-        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words)
+        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words, a.unset)
     return status
 
 
@@ -983,7 +985,7 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
                                   trie.max_len,
                                   ordered, roots, prefix)
         words = np.zeros(n_words, dtype=np.uint32)
-        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words)
+        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32))
         hit = kept[key] = (words, roots[:n].copy(), prefix[:n].copy(), saved)
     return hit
 
@@ -1013,9 +1015,9 @@ def _dead_bytes(trans, g):  # pragma: no cover - numba
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
-    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "done", "ordered", "seen")
+    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "done", "ordered", "single", "unset", "seen")
 
-    def __init__(self, max_len: int, ordered_words: int) -> None:
+    def __init__(self, max_len: int, ordered_words: int, id_words_count: int) -> None:
         self.cfg_c = np.empty((max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
         self.cfg_g = np.empty_like(self.cfg_c)
         self.cnt = np.zeros(max_len + 2, dtype=np.int32)
@@ -1023,6 +1025,8 @@ class _WalkBuffers:
         self.need = np.zeros(2, dtype=np.int32)
         self.done = np.zeros(3, dtype=np.int64)  # ``_combined_mask``: accepting, allowed count, single token
         self.ordered = np.zeros(ordered_words, dtype=np.uint32)  # trie positions accepted whole
+        self.single = np.empty(max_len + 3, dtype=np.int32)  # ``_walk_cfg``'s lexer states of a one-configuration run
+        self.unset = np.empty(id_words_count, dtype=np.uint32)  # ``_ordered_to_words``' scratch
         self.seen = np.zeros((2, DEDUP_SLOTS), dtype=np.int64)  # the walks' hash table of big sets (``_start_table``)
 
 
@@ -1387,7 +1391,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         ~0.7 MB: allocating them for every walk cost more than most walks; the walks run under the
         lock and never nest, and every result is copied out of them)."""
         if self._buffers is None:
-            self._buffers = _WalkBuffers(trie.max_len, (len(trie.ids) + 31) // 32)
+            self._buffers = _WalkBuffers(trie.max_len, (len(trie.ids) + 31) // 32, self._n_words)
         return self._buffers
 
     def _combined_walk(self, configs, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> int:
@@ -1444,7 +1448,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 nodes.byte, nodes.depth, nodes.skip, nodes.down, nodes.below, nodes.token, buffers.cfg_c,
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
-                self._junction)
+                self._junction, buffers.single, buffers.unset)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:

@@ -39,7 +39,7 @@ N_STATES, N_CLASS_VECTORS, NEXT_CLASS, LONGEST, MAX_STATES, LOOP_BITS, WORD_TWIN
 READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
 LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR = 10, 11, 12, 13, 14, 25
-LX_TERM_COMP, LX_NO_WORD = 30, 31
+LX_TERM_COMP, LX_NO_WORD, LX_BLOCK_WORK = 30, 31, 34
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
@@ -101,7 +101,7 @@ def has_room(lx):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo) = lx
+     loop_work, utf8_memo, block_work) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -140,7 +140,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo) = lx
+     loop_work, utf8_memo, block_work) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
@@ -399,8 +399,8 @@ def _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, cl
     return True
 
 
-@numba.njit(cache=True)
-def add_start(lx, starts):  # pragma: no cover - numba
+@no_refcounts()
+def add_start(lx, starts, k):  # pragma: no cover - numba
     """Store a block's start state (component vector ``starts``; unindexed, so a later visit of the
     same vector is an ordinary state) with a mask class of its own, unexpanded; with word twins
     (``LexerBlocks(word_boundaries=True)``) also its twin, id + 1: the start after a terminal
@@ -413,11 +413,11 @@ def add_start(lx, starts):  # pragma: no cover - numba
     (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo) = lx
+     loop_work, utf8_memo, block_work) = lx
     n = ctr[N_STATES]
     twins = 2 if ctr[WORD_TWINS] else 1
     for s in range(n, n + twins):
-        put_vector(starts, starts.shape[0], UNINDEXED, vec_ptr, vec, hashes, slots, s)
+        put_vector(starts, k, UNINDEXED, vec_ptr, vec, hashes, slots, s)
         _describe_state(s, True, comp_acc, comp_term, comp_class, vec_ptr, vec, acc_ptr, acc_terms, mask_class,
                         expanded, cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch)
         no_word[s] = s > n
@@ -425,7 +425,7 @@ def add_start(lx, starts):  # pragma: no cover - numba
     return n
 
 
-@numba.njit(cache=True)
+@no_refcounts()
 def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
     """The start state of a new block for the terminals in ``bits`` (uint64 words) and the ignored
     ones, as ``LexerBlocks.start_for`` makes it, made here when every one of those terminals'
@@ -436,7 +436,7 @@ def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
     ctr = lx[LX_CTR]
     if ctr[N_STATES] >= ctr[MAX_STATES]:
         return -1
-    starts = np.empty(term_comp.shape[0], dtype=np.int32)
+    starts = lx[LX_BLOCK_WORK]  # (as long as the terminal list)
     k = 0
     for t in range(term_comp.shape[0]):
         if is_ignore[t] or (t < 64 * bits.shape[0] and (bits[t >> 6] >> np.uint64(t & 63)) & np.uint64(1)):
@@ -452,7 +452,7 @@ def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
                 k += 1
     if k > ctr[LONGEST]:
         ctr[LONGEST] = k
-    return add_start(lx, starts[:k].copy())
+    return add_start(lx, starts, k)
 
 
 @no_refcounts()
@@ -688,6 +688,7 @@ class LexerBlocks:
         self._prev = np.empty(256, dtype=np.int32)  # expansion buffers (also a row's targets per class)
         self._cut = np.empty(256, dtype=np.bool_)
         self._loop_work = np.empty((9, 128), dtype=np.int64)  # ``_bounded_loop``'s lists
+        self._block_work = np.empty(max(len(terminals), 1), dtype=np.int32)  # ``block_start``'s components
         # every terminal's minimal DFA, concatenated on first use ("components"): per component
         # state its template row, shift, byte -> class map id, acceptance, terminal, mask class
         self._comp_row = np.zeros(64, dtype=np.int64)
@@ -777,7 +778,7 @@ class LexerBlocks:
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
                         self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word,
-                        self._loop_work, self._utf8_memo)
+                        self._loop_work, self._utf8_memo, self._block_work)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
                        (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp), (LX_NO_WORD, self._no_word)))
@@ -982,10 +983,10 @@ class LexerBlocks:
         c[LONGEST] = max(int(c[LONGEST]), starts.shape[0])
         if int(c[N_STATES]) >= MAX_LEXER_STATES:
             self.serve(FULL)
-        start = add_start(self.lx, starts)
+        start = add_start(self.lx, starts, len(starts))
         if start < 0:
             self.make_room()
-            start = add_start(self.lx, starts)
+            start = add_start(self.lx, starts, len(starts))
         return int(start)
 
 
