@@ -421,8 +421,7 @@ def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - nu
     """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
     return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
                           root_g, a.byte, a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words,
-                          a.need,
-                          a.seen, a.junction)
+                          a.need, a.seen, a.junction)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -494,7 +493,8 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma
     ~95% of a vocabulary, and its 50k-130k scatters cost 40-100 us. Set bits are found with the
     processor's trailing-zero count: testing all 32 positions of each nonzero word cost 2-10x
     more where bits are scattered (~5x at 5% of 128k positions set in short runs, 93 -> 10 us;
-    1.3x in long runs at 45%; CFG masks on Llama 3 0.90-0.97x, MaskBench even)."""
+    1.3x in long runs at 45%; CFG masks on Llama 3 0.90-0.97x, MaskBench even). ``unset``: scratch
+    of ``all_words``' length (passed in: this kernel counts no references, so it may not allocate)."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
     if ones == 0:  # no subtree was accepted whole
