@@ -10,9 +10,10 @@ two atomic instructions, and ``advance`` took ~730 ns a call against ~175 ns wit
 
 A function compiled with numba's ``_nrt=False`` emits no reference counting at all. It may not
 allocate, return arrays or make array views (``a[i]`` of a 2-D array, ``a[:m] = b[:m]``): write
-such copies as loops. It may call ordinary compiled functions (they count their own references).
-Its callers own every array it is passed, which is always so for our kernels (the store tuples
-outlive every call).
+such copies as loops. Every compiled function it calls is compiled under the same flag, so those
+may not allocate either (scratch arrays are passed in instead), and it may not read a ``StructRef``
+field (numba counts that reference unconditionally). Its callers own every array it is passed,
+which is always so for our kernels (the store tuples outlive every call).
 """
 
 from __future__ import annotations

@@ -138,13 +138,12 @@ class TrieNodes:
         at[new_id] = np.arange(len(new_id), dtype=np.int32)
         n = len(new_id)
         id_of = np.append(new_id, n).astype(np.int32)  # (position n: past the end)
-        has_kids = skip > np.arange(1, n + 1)
         return cls(
             byte=byte.astype(np.uint8)[at], depth=depth.astype(np.int32)[at], skip=id_of[skip][at],
             token=token[at], dup_of=trie.ids[base[dup_idx]].astype(np.int32),
             dup_ids=trie.ids[dup_idx].astype(np.int32),
             token_start=np.append(token_start[:-1][at], token_start[-1]).astype(np.int32),
-            down=np.where(has_kids, id_of[np.minimum(np.arange(1, n + 1), n)], id_of[skip])[at].astype(np.int32),
+            down=id_of[1:][at],  # (the next node in depth-first order is the next position)
             below=(skip - np.arange(n)).astype(np.int32)[at], pre=new_id,
         )
 

@@ -25,9 +25,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from constrain._jit import no_refcounts
 from constrain.cfg._tables import KIND_END, KIND_NT, KIND_T, components, item_tables
 from constrain.cfg.ir import CFG
-from constrain._jit import no_refcounts
 from constrain.errors import GrammarError
 from constrain.regex.automaton import insertion_sort
 

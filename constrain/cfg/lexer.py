@@ -25,8 +25,8 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from constrain._jit import no_refcounts
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
+from constrain._jit import no_refcounts
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, static_piece_dfa
 from tokenizer_index.trie import UTF8_MARK, utf8_lead
