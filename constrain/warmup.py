@@ -58,6 +58,13 @@ def warmup() -> float:
                                              "c": {"type": "string", "maxLength": 20}}}
     for whitespace in ("compact", "flexible"):
         Grammar.from_json_schema(free, whitespace=whitespace)
+    # an object's undeclared keys: any string minus every spelling of the declared names (the
+    # names' trie, ``automaton._spelled_trie_rows``; whether it is finite, ``boolean._acyclic``)
+    from constrain.json_schema.strings import string_literal, string_of_length
+    from constrain.regex import ast, boolean
+
+    names = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
+    boolean.difference(string_of_length(), ast.alt(*[string_literal(n) for n in names]))
     # the automata of the JSON Schema formats (``format: email``...): grammar-independent and kept
     # for the process once built (~65 ms in all); the first schema to use one paid it inside a
     # mask (email ~26 ms, hostname ~16 ms)

@@ -65,3 +65,29 @@ def test_hashed_pair_table_grows_past_its_first_size(monkeypatch):
 def test_empty_products_are_none():
     assert boolean.intersect(parse_regex("a+"), parse_regex("b+")) is None
     assert boolean.difference(parse_regex("a{1,3}"), parse_regex("a*")) is None
+
+
+def test_undeclared_keys_get_one_class_per_state_where_that_is_the_bounded_partition():
+    """Any JSON string minus a finite set of names (an object's undeclared keys) takes one mask
+    class per state without Moore refinement: the product is minimal there, so that is exactly
+    the bounded-equivalence partition. A string with a long counted bound minus the same names
+    keeps the bounded classes (its counted states agree up to a token's length and share them)."""
+    import numpy as np
+
+    from constrain.json_schema.strings import string_literal, string_of_length
+    from constrain.regex.ast import alt
+    from constrain.regex.automaton import _class_table
+    from constrain.regex.equivalence import bounded_equivalence
+
+    clear_memo()
+    names = ["id", "name", "userId", "created_at", "ñandú", "日本", "a\"b", "x/y"]
+    minus = alt(*[string_literal(n) for n in names])
+    free = boolean.difference(string_of_length(), minus)[1]
+    classes = free.bounded_classes(128)
+    assert (classes == np.arange(free.num_states)).all()
+    exact = bounded_equivalence(_class_table(free)[0], free.accepting.astype(np.int64), 128, min_states=0)
+    assert len(np.unique(exact)) == free.num_states
+    counted = boolean.difference(string_of_length(0, 300), minus)[1]
+    got = counted.bounded_classes(128)
+    assert len(np.unique(got)) < counted.num_states
+    assert (got == bounded_equivalence(_class_table(counted)[0], counted.accepting.astype(np.int64), 128)).all()
