@@ -98,11 +98,24 @@ def _terminals_accepting(grammar, text: str) -> list:
 
 def test_an_enum_of_strings_is_one_terminal_shared_by_its_keys():
     """A choice of strings is a value terminal of its own (like a string schema), so a key's
-    terminal does not carry a copy of it and equal enums share it; an enum holding a non-string,
-    and a const, stay merged into their key."""
+    terminal does not carry a copy of it and equal enums share it; so is an enum holding a
+    number (its every spelling is a big automaton, built only when a document reaches that key);
+    a string const stays merged into its key."""
     g = Grammar.from_json_schema(ENUMS, whitespace="compact")
     assert len(_terminals_accepting(g, '"warning"')) == 1
-    assert _terminals_accepting(g, '"c":1') and _terminals_accepting(g, '"d":"k"')
+    assert _terminals_accepting(g, '"d":"k"')
+    assert not _terminals_accepting(g, '"c":1') and _terminals_accepting(g, "1")
+
+
+def test_bounded_numbers_are_terminals_of_their_own():
+    """A number with bounds (every spelling in range: hundreds of states) is a value terminal of
+    its own, so a key block does not build it for every optional key a document may skip; a free
+    number or integer (a static automaton, built once per process) stays merged into its key."""
+    schema = {"type": "object", "properties": {"h": {"type": "integer", "minimum": 0, "maximum": 23},
+                                               "x": {"type": "number"}}}
+    g = Grammar.from_json_schema(schema, whitespace="compact")
+    assert not _terminals_accepting(g, '"h":7') and _terminals_accepting(g, "7")
+    assert _terminals_accepting(g, '"x":7.5')
 
 
 def test_enum_terminals_keep_the_language(real_vocab):

@@ -476,7 +476,10 @@ class _Builder:
         if t == "boolean":
             return _BOOLEAN
         if t in ("integer", "number"):
-            return self._number(schema, pointer, integer=(t == "integer"))
+            value = self._number(schema, pointer, integer=(t == "integer"))
+            if _ast(value) and value is not num.JSON_NUMBER and value is not num.integer_every_spelling():
+                self._standalone.add(value)  # bounded: built when a document reaches it (see _enum)
+            return value
         if t == "string":
             value = self._string(schema, pointer, regular or self._regular)
             if _ast(value):
@@ -814,6 +817,8 @@ class _Builder:
         # key's terminal, each key of an object would build its value's automaton (and glue and
         # minimise it) when the object's lexer block is built, used or not
         if len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates):
+            self._standalone.add(out)
+        elif any(isinstance(c, (int, float)) and not isinstance(c, bool) for c in candidates):
             self._standalone.add(out)
         return out
 
