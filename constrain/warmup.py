@@ -54,8 +54,10 @@ def warmup() -> float:
     # the schema-independent JSON terminals (``{ ws``, ``ws , ws``, a free string...) for both
     # whitespace modes at the default bound: kept for the process by the schema compiler
     # (a counted string: ``counted.repeat_dfa``'s chain kernel)
+    # (and a long string's chunk and whole-chunk remainder: ``compiler._long_string``)
     free = {"type": "object", "properties": {"a": {"type": "array", "items": {}}, "b": {"type": "string"},
-                                             "c": {"type": "string", "maxLength": 20}}}
+                                             "c": {"type": "string", "maxLength": 20},
+                                             "d": {"type": "string", "maxLength": 1000}}}
     for whitespace in ("compact", "flexible"):
         Grammar.from_json_schema(free, whitespace=whitespace)
     # an object's undeclared keys: any string minus every spelling of the declared names (the

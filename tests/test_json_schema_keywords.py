@@ -181,7 +181,7 @@ def _string_of(rng: random.Random, n: int) -> str:
 
 
 @pytest.mark.parametrize("lo, hi", [(0, 129), (0, 256), (0, 257), (200, 300), (129, None), (300, 300),
-                                    (0, 1000), (383, 385)])
+                                    (0, 1000), (383, 385), (511, 513), (600, None), (255, 769)])
 def test_long_string_lengths_chunked(lo, hi, index):
     """Above MAX_DFA_LENGTH the length is counted in LENGTH_CHUNK-character chunks by the grammar:
     exact at every chunk boundary, with escapes and multi-byte characters."""

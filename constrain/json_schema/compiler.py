@@ -60,8 +60,14 @@ _NON_INTEGRAL = num.non_integral_numbers()
 # That is exact and costs a nonterminal per chunk, so it stops at MAX_COUNTED_LENGTH.
 # Where a regular language is needed (next to pattern/format, under propertyNames or 'not' of
 # string values) the count stays in one DFA, up to MAX_DFA_COUNTED_LENGTH.
+# A chunk is 256 characters: inside a chunk, a position 128+ characters before its end agrees with
+# the next one on every token (Llama 3's longest is 128 bytes), so the lexer state loops there and
+# the mask walks only below its loop frontier; with 128-character chunks no position did, and
+# every mask inside a long string walked 3-40k trie nodes. 512 was slower again (its remainder
+# terminals, built per schema near the bounds, are twice as big). The chunk and the remainder of
+# a whole chunk are schema-independent: built once per process.
 MAX_DFA_LENGTH = 128
-LENGTH_CHUNK = 128
+LENGTH_CHUNK = 256
 MAX_DFA_COUNTED_LENGTH = 4096
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
@@ -746,6 +752,7 @@ class _Builder:
         k = LENGTH_CHUNK
         last = max_len // k if max_len is not None else -(-min_len // k)
         chunk = js.chars(k, k)
+        self._fixed.add(chunk)  # (no bound of the schema in it: built once per process, ``seq``)
         nxt = None
         for j in range(last, -1, -1):
             if max_len is None and j == last:
@@ -754,7 +761,10 @@ class _Builder:
                 alts = [[chunk, nxt]] if j < last else []
                 a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
                 if a <= b:
-                    alts.append([js.chars(a, b, closing=True)])
+                    rest = js.chars(a, b, closing=True)
+                    if (a, b) == (0, k - 1):  # (every whole chunk's remainder but the last ones': fixed too)
+                        self._fixed.add(rest)
+                    alts.append([rest])
             nxt = self.rule(f"chars{j * k}+", alts)
             assert nxt is not None
         sym = self.rule(f"string{min_len}..{max_len}", [[js.QUOTE, nxt]])
