@@ -823,12 +823,12 @@ class _Builder:
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
         out = num.alt(*_dedupe(pieces))
-        # a choice of strings is a value terminal of its own, like a string schema: merged into its
-        # key's terminal, each key of an object would build its value's automaton (and glue and
-        # minimise it) when the object's lexer block is built, used or not
-        if len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates):
-            self._standalone.add(out)
-        elif any(isinstance(c, (int, float)) and not isinstance(c, bool) for c in candidates):
+        # a choice of strings, or any value holding a number (every spelling of it: hundreds of
+        # states), is a value terminal of its own, like a string schema: merged into its key's
+        # terminal, each key of an object would build its value's automaton (and glue and minimise
+        # it) when the object's lexer block is built, used or not
+        strings = len(pieces) >= STANDALONE_ENUM and all(isinstance(c, str) for c in candidates)
+        if strings or any(isinstance(c, (int, float)) and not isinstance(c, bool) for c in candidates):
             self._standalone.add(out)
         return out
 
