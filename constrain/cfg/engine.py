@@ -698,16 +698,22 @@ def _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root
 
 
 @numba.njit(cache=True, nogil=True)
-def _boundary_walk(a, words, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g, plan,
+def _boundary_walk(a, words, inside, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g, plan,
                    nested_min):  # pragma: no cover
-    """The boundary-crossing tokens of configuration ``(c, state of the class)`` in one call:
+    """The tokens of configuration ``(c, state of the class)`` in one call: the class's ``inside``
+    tokens (its lexer part) ORed into token-id ``words``, then the boundary crossings:
     ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
-    below the roots into token-id ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the roots'
-    subtrees hold more than ``nested_min`` nodes (-1: no limit; the caller splits them again,
+    below the roots into ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the roots' subtrees
+    hold more than ``nested_min`` nodes (-1: no limit; the caller splits them again,
     ``_nested_part``); or the walk's status (1: serve ``a.need`` and call again with the same
-    arrays; the plan is kept)."""
+    arrays; the plan is kept). Nothing but ``inside`` is written before the walk (a dense or
+    nested boundary has written no crossing)."""
     start = False
     if plan[0] < 0:
+        if plan[0] == -1:  # (-2: ``inside`` is in already, a paused plan is being resumed)
+            for w in range(words.shape[0]):
+                words[w] |= inside[w]
+            plan[0] = -2
         n = _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g)
         if n == PAUSED:
             return 1
@@ -1058,7 +1064,6 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._class_masks: dict[frozenset | tuple[int, int], MaskEntry] = {}
         # lexer state class (or (class, a boundary's roots as bytes): ``_nested_part``) -> (inside bits, boundary)
         self._lexer_parts: dict[int | tuple[int, bytes], tuple] = {}
-        self._boundary_parts: dict[tuple[int, int], np.ndarray] = {}  # (context, class) -> bits
         self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
         self._shared: set[int] = set()  # lexer state classes whose masks take the split walk
         # a class whose combined walk visited more trie nodes than this takes the split walk from
@@ -1067,6 +1072,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         # boundary roots whose subtrees hold more trie nodes than this are split again (``_nested_part``);
         # negative: never
         self.nested_min_nodes = NESTED_MIN_NODES
+        self._plan = np.full(1, -1, dtype=np.int64)  # ``_boundary_walk``'s plan (the walks run under the lock)
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
@@ -1245,21 +1251,14 @@ class CFGCompiledGrammar(CompiledGrammar):
                 continue
             split_accepting = split_accepting or self._accepting_config(c, g)
             inside, boundary = self._lexer_part(g)
-            words |= inside
             if boundary is _NO_EVENTS:
+                words |= inside
                 continue
-            key = (c, cls)
-            part = self._boundary_parts.get(key)
-            if part is None:
-                # a state class whose boundaries were everywhere in one context is taken to be so in
-                # every context (the combined walk is exact either way; this only skips the count)
-                part = None if boundary is None or cls in self._dense else self._boundary_mask(c, boundary)
-                if part is None:
-                    self._dense.add(cls)
-                    dense.append((c, g))
-                    continue
-                self._boundary_parts[key] = part
-            words |= part
+            # a state class whose boundaries were everywhere in one context is taken to be so in
+            # every context (the combined walk is exact either way; this only skips the count)
+            if boundary is None or not self._boundary_into(c, inside, boundary, words):
+                self._dense.add(cls)
+                dense.append((c, g))
         if not dense:
             buffers.ordered[:] = 0  # (no subtree accepted whole)
             count, last = _finish_mask_with(self._walk_args(), split_accepting, words)
@@ -1325,47 +1324,49 @@ class CFGCompiledGrammar(CompiledGrammar):
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
 
-    def _boundary_mask(self, c: int, boundary: tuple, nested: bool = True) -> np.ndarray | None:
-        """Token-id words of the tokens that cross a boundary of configuration ``(c, state of the
-        class whose events are`` ``boundary``): planned and walked in one numba call
-        (``_boundary_walk``), or None when there are too many crossings (the combined walk). Roots
-        whose subtrees are big, all read from one configuration, are split again once
-        (``_nested_part``; ``nested``: whether they may be)."""
+    def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
+                       nested: bool = True) -> bool:
+        """OR into token-id ``words`` the tokens of configuration ``(c, state of the class whose
+        lexer part is`` ``inside, boundary``): its inside tokens and those that cross a boundary,
+        planned and walked in one numba call (``_boundary_walk``). False when there are too many
+        crossings (then only ``inside`` was written: the combined walk takes the configuration).
+        Roots whose subtrees are big, all read from one configuration, are split again once
+        (``_nested_part``; ``nested``: whether they may be). Nothing caches the result per context:
+        a (context, class) pair recurred in 2-3 of 20-80 such masks of a pass."""
         terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g = boundary
-        words = np.zeros(self._n_words, dtype=np.uint32)
-        plan = np.full(1, -1, dtype=np.int64)
-        nested_min = np.int64(self.nested_min_nodes if nested else -1)
+        plan = self._plan
+        plan[0] = -1
+        nested_min = self.nested_min_nodes if nested else -1
         while True:
-            status = _boundary_walk(self._walk_args(), words, np.int32(c), terms, term_ptr, group_byte, kid_ptr, kids,
+            status = _boundary_walk(self._walk_args(), words, inside, c, terms, term_ptr, group_byte, kid_ptr, kids,
                                     roots, root_c, root_g, plan, nested_min)
             if status == 0:
-                return words
+                return True
             if status == DENSE_BOUNDARY:
-                return None
+                return False
             if status == NESTED:
-                return self._nested_part(roots[:int(plan[0])].copy(), int(root_c[0]), int(root_g[0]), words)
+                self._nested_part(roots[:int(plan[0])].copy(), int(root_c[0]), int(root_g[0]), words)
+                return True
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(self._buffers.need)
 
-    def _nested_part(self, roots: np.ndarray, c2: int, g2: int, words: np.ndarray) -> np.ndarray:
-        """The crossing tokens below big boundary ``roots``, each read from configuration ``(c2,
-        g2)``, split as a configuration's mask is: the tokens that stay inside the lexer from
-        ``g2`` (walked once per lexer class and root set, shared by every context: ``_lexer_part``)
-        plus the crossings below its own events, from ``c2`` (``_boundary_mask``, not split again).
-        A whitespace state's roots are every `` word`` token of the vocabulary: walked with the
-        parser in every new context, they cost ~400 us a mask on Llama 3 (arithmetic.gbnf after
-        ``(`` or ``=``); what a context adds below them is a few crossings."""
+    def _nested_part(self, roots: np.ndarray, c2: int, g2: int, words: np.ndarray) -> None:
+        """OR into ``words`` the crossing tokens below big boundary ``roots``, each read from
+        configuration ``(c2, g2)``, split as a configuration's mask is: the tokens that stay inside
+        the lexer from ``g2`` (walked once per lexer class and root set, shared by every context:
+        ``_lexer_part``) plus the crossings below its own events, from ``c2`` (``_boundary_into``,
+        not split again). A whitespace state's roots are every `` word`` token of the vocabulary:
+        walked with the parser in every new context, they cost ~400 us a mask on Llama 3
+        (arithmetic.gbnf after ``(`` or ``=``); what a context adds below them is a few crossings."""
         inside, boundary = self._lexer_part(g2, roots)
-        words |= inside
         if boundary is _NO_EVENTS:
-            return words
-        part = None if boundary is None else self._boundary_mask(c2, boundary, nested=False)
-        if part is None:  # (crossings everywhere below: the parser walks the roots)
+            words |= inside
+            return
+        if boundary is None or not self._boundary_into(c2, inside, boundary, words, nested=False):
+            # (crossings everywhere below: the parser walks the roots)
             n = len(roots)
-            part = self._roots_mask(roots, np.full(n, c2, dtype=np.int32), np.full(n, g2, dtype=np.int32))
-        words |= part
-        return words
+            words |= self._roots_mask(roots, np.full(n, c2, dtype=np.int32), np.full(n, g2, dtype=np.int32))
 
     def _roots_mask(self, roots: np.ndarray, root_c: np.ndarray, root_g: np.ndarray) -> np.ndarray:
         """Token-id words of the tokens below ``roots``, each walked with the parser from its one
