@@ -343,10 +343,11 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
 
 
 @numba.njit(cache=True, nogil=True)
-def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no cover - numba
+def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # pragma: no cover - numba
     """A combined-walk mask in one call, its arrays read from one ``WalkArgs`` (see ``walk_args``):
     ``_walk_cfg`` from the ``n_configs`` configurations at depth 0 of ``a.cfg_c``/``a.cfg_g``
-    (0: resume a paused walk), then ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
+    (0: resume a paused walk; one configuration is ``(c0, g0)``, written there here), then
+    ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
     only allowed token or -1]; ``accepting`` says whether configurations walked elsewhere (the
     split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0).
 
@@ -356,6 +357,9 @@ def _combined_mask(a, words, n_configs, accepting, loop_states):  # pragma: no c
     expanding the state needs a bigger lexer store first (``a.need``), then call again as before."""
     done = a.done
     lx = a.lx  # (read once: each read of the tuple field costs a reference count per array)
+    if n_configs == 1:
+        a.cfg_c[0, 0] = c0
+        a.cfg_g[0, 0] = g0
     if n_configs == 1 and loop_states:
         g = a.cfg_g[0, 0]
         if not lx[LX_EXPANDED][g]:
@@ -1238,7 +1242,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         trie = self.index.trie
         words = np.zeros(self._n_words, dtype=np.uint32)
-        buffers = self._walk_buffers(trie)
+        buffers = self._buffers or self._walk_buffers(trie)
         if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
             return words, *self._combined_mask_of(configs, buffers, words, False)
         dense = []
@@ -1272,8 +1276,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
             classes = self.lexers.mask_class
             self._shared.update(int(classes[g]) for _, g in dense)
-        done = buffers.done
-        return int(done[1]), int(done[2])
+        _, count, last = buffers.done.tolist()
+        return count, last
 
     def use_every_frontier(self) -> None:
         """Take a loop frontier wherever one exists, paying or not (tests and the warm-up: tiny
@@ -1401,24 +1405,23 @@ class CFGCompiledGrammar(CompiledGrammar):
         ``buffers.done``; ``accepting``: whether other configurations of the set accept. Returns
         the number of trie nodes it visited (0 when one loop state's frontier walk gave the mask:
         ``_frontier_walk``)."""
-        cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
         n_configs = len(configs)
-        if n_configs == 1:
-            cfg_c[0, 0], cfg_g[0, 0] = configs[0]
-        else:
+        c0, g0 = configs[0]  # (one configuration: ``_combined_mask`` writes it, cheaper than two numpy stores)
+        if n_configs > 1:
+            cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
             for k, (c, g) in enumerate(configs):
                 cfg_c[0, k] = c
                 cfg_g[0, k] = g
         loop_states = False  # (whether ``_combined_mask`` is to judge the one configuration's state)
         if self.loop_frontiers and n_configs == 1:
-            frontier = self._frontiers.get(configs[0][1], _MISSING)
+            frontier = self._frontiers.get(g0, _MISSING)
             if frontier is _MISSING:
                 loop_states = True
             elif frontier is not None:
                 self._frontier_walk(*configs[0], frontier, words, buffers)
                 return 0
         while True:
-            status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states)
+            status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
             if status == LOOP_STATE:
                 frontier = self._frontier(configs[0][1])
                 if frontier is not None:
