@@ -561,19 +561,24 @@ def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True)
-def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, skip, down, cap,
+def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, ended, byte, skip, down, limit,
                             junction):  # pragma: no cover - numba
     """The children of the event nodes where terminal ``terms[k]`` may end, grouped by byte: its
     groups are ``term_ptr[k]:term_ptr[k + 1]``, group ``j`` holds the children of byte
     ``group_byte[j]``, nodes ``kids[kid_ptr[j]:kid_ptr[j + 1]]``. These are the only places a token
     can cross that boundary; context-independent, listed once per lexer state class, so that a
     context's plan reads only the groups its next lexer start can read (scanning every child per
-    context was most of a small plan's cost). None past ``cap`` children in all (the class takes
-    the combined walk).
+    context was most of a small plan's cost). ``terms``: the terminals marked in ``ended`` (those
+    that end at some event). Returns ``(terms, term_ptr, group_byte, kid_ptr, kids)`` and three
+    empty root buffers of ``limit`` entries for the plans (made here: the same numpy calls in
+    Python, right after the lexer walk evicted the interpreter's caches, cost ~20 us a class), or
+    None past ``KIDS_PER_ROOT * limit`` children in all (the class takes the combined walk).
 
     Under word boundaries (``junction``: 1 at word bytes) a child of a word byte below an event on
     a word byte is left out: no terminal may begin there. Every other child reads the next
     block's start as its word twin would (they differ on word bytes only), so plans use the start."""
+    cap = KIDS_PER_ROOT * limit
+    terms = np.flatnonzero(ended).astype(np.int32)
     n_terms = terms.shape[0]
     k_of = np.full(terms.max() + 1 if n_terms else 1, -1, dtype=np.int64)  # terminal -> its index k
     for k in range(n_terms):
@@ -631,7 +636,8 @@ def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, terms, byte, 
                 kid_ptr[j + 1] = slot_start[256 * k + b]  # (its end, after placing)
                 j += 1
         term_ptr[k + 1] = j
-    return term_ptr, group_byte, kid_ptr, kids
+    return (terms, term_ptr, group_byte, kid_ptr, kids, np.empty(limit, dtype=np.int32), np.empty(limit, dtype=np.int32),
+            np.empty(limit, dtype=np.int32))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1493,13 +1499,11 @@ class CFGCompiledGrammar(CompiledGrammar):
         boundary = _NO_EVENTS
         if n_ev:
             # the event children per terminal, listed once per class (None: too many, the combined walk)
-            limit = max(MAX_BOUNDARY_ROOTS, n_ev // 8)
-            terms = np.flatnonzero(ended).astype(np.int32)
+            # (with the plan's root buffers, reused by every context: the walks run under the lock)
             acc_ptr, acc_terms = self.lexers.arrays()
-            kids = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, terms, nodes.byte,
-                                           nodes.skip, nodes.down, np.int64(KIDS_PER_ROOT * limit), self._junction)
-            # (+ the plan's root buffers, reused by every context: the walks run under the lock)
-            boundary = None if kids is None else (terms, *kids, *np.empty((3, limit), dtype=np.int32))
+            boundary = _event_children_by_term(ev_node[:n_ev], ev_state[:n_ev], acc_ptr, acc_terms, ended, nodes.byte,
+                                               nodes.skip, nodes.down, max(MAX_BOUNDARY_ROOTS, n_ev // 8),
+                                               self._junction)
         hit = (inside, boundary)
         self._lexer_parts[key] = hit
         return hit
