@@ -1424,14 +1424,14 @@ class CFGCompiledGrammar(CompiledGrammar):
             if frontier is _MISSING:
                 loop_states = True
             elif frontier is not None:
-                self._frontier_walk(*configs[0], frontier, words, buffers)
+                self._frontier_walk(c0, g0, frontier, words, buffers)
                 return 0
         while True:
             status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
             if status == LOOP_STATE:
-                frontier = self._frontier(configs[0][1])
+                frontier = self._frontier(g0)
                 if frontier is not None:
-                    self._frontier_walk(*configs[0], frontier, words, buffers)
+                    self._frontier_walk(c0, g0, frontier, words, buffers)
                     return 0
                 loop_states = False
                 continue

@@ -1420,62 +1420,49 @@ def _spell(node) -> list[bytes]:
 _SPELLED_TRIE_PIECES = 8  # below this many pieces in all, the NFA path is as fast
 
 
-def _insert_words(edges: dict, start: int, words: list[bytes], end: int, n: int, first_inner: int) -> int:
-    """Add ``words`` to the trie ``edges`` ((state, byte) -> state) from ``start``, each ending at
-    ``end``, new inner states numbered from ``n``; returns the next free number, or -1 on a clash
-    (an empty word, a word running through a state that is not an inner one (>= ``first_inner``),
-    or ending where another word goes on or ends elsewhere): then no trie spells them exactly."""
+def _piece_trie(words: list[bytes]):
+    """A piece's words as a trie: (sources, bytes, targets, inner states), state 0 where the piece
+    starts, 1.. its inner states, -1 where a word ends; None when they are no prefix code (an empty
+    word, or one ending where another goes on or ends: a JSON spelling set never is, each
+    character's spellings)."""
+    edges: dict = {}  # (state, byte) -> state
+    n = 1
     for w in words:
         if not w:
-            return -1
-        s = start
+            return None
+        s = 0
         for b in w[:-1]:
             t = edges.get((s, b))
             if t is None:
                 t = edges[(s, b)] = n
                 n += 1
-            elif t < first_inner:
-                return -1
+            elif t < 0:
+                return None
             s = t
-        t = edges.setdefault((s, w[-1]), end)
-        if t != end:
-            return -1
-    return n
-
-
-def _edge_arrays(edges: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(sources, bytes, targets) of a trie's edges."""
+        if edges.setdefault((s, w[-1]), -1) != -1:
+            return None
     keys = np.array(list(edges), dtype=np.int64).reshape(-1, 2)
-    return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges))
+    return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges)), n - 1
 
 
-def _piece_trie(words: list[bytes]):
-    """A piece's words as a trie: (sources, bytes, targets, inner states), state 0 where the piece
-    starts, 1.. its inner states, -1 where it ends; None when they are no prefix code (a JSON
-    spelling set always is: each character's spellings)."""
-    edges: dict = {}
-    n = _insert_words(edges, 0, words, -1, 1, 1)
-    return None if n < 0 else (*_edge_arrays(edges), n - 1)
+# static piece (a character's spellings) -> its word trie, by ``id`` like ``_LINK_OF_OBJECT``: the
+# pieces live for the process, and spelling one cost ~80-100 us, most of an enum's or a key set's
+# automaton
+_TRIE_OF_OBJECT: dict[int, tuple] = {}
 
 
-# static piece (a character's spellings) -> (its words, its word trie), by ``id`` like
-# ``_LINK_OF_OBJECT``: the pieces live for the process, and spelling one cost ~80-100 us, most of
-# an enum's or a key set's automaton
-_WORDS_OF_OBJECT: dict[int, tuple] = {}
-
-
-def _piece_words_and_trie(piece) -> tuple:
-    """(words, ``_piece_trie`` of them) of a finite piece: words None past 64 of them, the trie None
-    then or when they are no prefix code. Kept for static pieces."""
-    known = _WORDS_OF_OBJECT.get(id(piece))
+def _piece_word_trie(piece):
+    """``_piece_trie`` of a finite piece's words; None past 64 words or when they are no prefix
+    code. Kept for static pieces."""
+    known = _TRIE_OF_OBJECT.get(id(piece))
     if known is not None and known[0] is piece:
-        return known[1], known[2]
+        return known[1]
     w = _finite_words(piece, 64)
     t = _piece_trie(w) if w else None
     if _STATIC_OBJECTS.get(id(piece)) is piece:
         with _memo_lock:
-            _WORDS_OF_OBJECT[id(piece)] = (piece, w, t)
-    return w, t
+            _TRIE_OF_OBJECT[id(piece)] = (piece, t)
+    return t
 
 
 def _spelled_trie_dfa(node) -> DFA | None:
@@ -1505,7 +1492,7 @@ def _spelled_trie_dfa(node) -> DFA | None:
         seq_ptr.append(len(seq_ids))
     tries = []
     for p in pieces:
-        t = _piece_words_and_trie(p)[1]
+        t = _piece_word_trie(p)
         if t is None:
             return None
         tries.append(t)
