@@ -883,15 +883,23 @@ def test_empty_allowed_set_error_surfaces():
 
 # ---------------------------------------------------------------------------- numba Earley vs reference
 @pytest.mark.parametrize("key", KEYS)
-def test_fast_earley_matches_the_reference_parser(key, monkeypatch):
+@pytest.mark.parametrize("store", ["tiny", "reserved rows"])
+def test_fast_earley_matches_the_reference_parser(key, store, monkeypatch):
     """``fast_earley.FastEarley`` (numba, kernel + prediction bitsets) against ``earley.EarleyParser``
     (plain Python): along random terminal walks the two agree on the expected terminals, on
-    acceptance, and on which steps reach a context they have seen before (same hash-consing)."""
+    acceptance, and on which steps reach a context they have seen before (same hash-consing).
+    Stores: all tiny (every growth path), or the context rows reserved (unwritten until a context
+    is made: a row read before it was written would show here) with a tiny hash table that grows
+    on its own."""
+    from constrain.cfg import fast_earley
     from constrain.cfg.earley import NO_CONTEXT, EarleyParser
     from constrain.cfg.fast_earley import FastEarley
 
-    monkeypatch.setattr(FastEarley, "initial_contexts", 2)  # exercise every growth path
-    monkeypatch.setattr(FastEarley, "initial_sets", 2)
+    if store == "tiny":
+        monkeypatch.setattr(FastEarley, "initial_contexts", 2)
+        monkeypatch.setattr(FastEarley, "initial_sets", 2)
+    else:
+        monkeypatch.setattr(fast_earley, "INITIAL_CONTEXT_SLOTS", 2)
     cfg = _source(key)[1]
     ref, fast = EarleyParser(cfg), FastEarley(cfg)
     rng = random.Random(_seed(key))

@@ -409,6 +409,7 @@ class FastEarley:
         # unwritten (the OS commits only the rows used) and never need a fill: a doubling filled
         # and copied every array, ~0.2 ms at 128 rows, and a python_expr pass on Llama 3 doubled
         # six times (~1 ms). Only the hash slots are filled, sized for the contexts made so far.
+        # (a row: 4 bytes of ``ctx_next`` per terminal and ~40 in the other arrays; a power of two)
         ctx_cap = 1 << (max(1, min(self.initial_contexts, RESERVED_CONTEXT_BYTES // (4 * n_t + 48))).bit_length() - 1)
         k_cap, small_cap = 2 * MAX_SET_ITEMS, self.initial_sets  # (room for one more whole set: see ``grow``)
         self.ctx_klo = np.empty(ctx_cap, dtype=np.int64)
