@@ -898,6 +898,7 @@ def test_fast_earley_matches_the_reference_parser(key, store, monkeypatch):
     if store == "tiny":
         monkeypatch.setattr(FastEarley, "initial_contexts", 2)
         monkeypatch.setattr(FastEarley, "initial_sets", 2)
+        monkeypatch.setattr(FastEarley, "initial_kernel_items", 2)
     else:
         monkeypatch.setattr(fast_earley, "INITIAL_CONTEXT_SLOTS", 2)
     cfg = _source(key)[1]

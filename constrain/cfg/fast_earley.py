@@ -379,6 +379,7 @@ class FastEarley:
 
     initial_contexts = 16384  # context rows reserved unwritten (at most ``RESERVED_CONTEXT_BYTES``); doubled on demand
     initial_sets = 256  # prediction sets and terminal sets (filled; doubled on demand)
+    initial_kernel_items = 2 * MAX_SET_ITEMS  # kernel items reserved unwritten (room for one more whole set: ``grow``)
 
     def __init__(self, cfg: CFG) -> None:
         cfg.validate()
@@ -411,7 +412,7 @@ class FastEarley:
         # six times (~1 ms). Only the hash slots are filled, sized for the contexts made so far.
         # (a row: 4 bytes of ``ctx_next`` per terminal and ~40 in the other arrays; a power of two)
         ctx_cap = 1 << (max(1, min(self.initial_contexts, RESERVED_CONTEXT_BYTES // (4 * n_t + 48))).bit_length() - 1)
-        k_cap, small_cap = 2 * MAX_SET_ITEMS, self.initial_sets  # (room for one more whole set: see ``grow``)
+        k_cap, small_cap = self.initial_kernel_items, self.initial_sets
         self.ctx_klo = np.empty(ctx_cap, dtype=np.int64)
         self.ctx_khi = np.empty(ctx_cap, dtype=np.int64)
         self.k_item = np.empty(k_cap, dtype=np.int32)
@@ -441,9 +442,10 @@ class FastEarley:
                   self.counters)
 
     @staticmethod
-    def _grown(a: np.ndarray, fill=None) -> np.ndarray:
-        """``a`` with twice the rows; the new rows filled with ``fill`` (None: left unwritten)."""
-        shape = (2 * a.shape[0],) + a.shape[1:]
+    def _grown(a: np.ndarray, fill=None, rows: int = 0) -> np.ndarray:
+        """``a`` with ``rows`` rows (0: twice its own); the new rows filled with ``fill`` (None: left
+        unwritten)."""
+        shape = (rows or 2 * a.shape[0],) + a.shape[1:]
         out = np.empty(shape, dtype=a.dtype) if fill is None else np.full(shape, fill, dtype=a.dtype)
         out[: a.shape[0]] = a
         return out
@@ -470,11 +472,8 @@ class FastEarley:
             cap = self.k_item.shape[0]
             while n_k + MAX_SET_ITEMS > cap:
                 cap *= 2
-            for name in ("k_item", "k_orig"):
-                a = getattr(self, name)
-                b = np.empty(cap, dtype=a.dtype)  # (written before it is read, as rows are)
-                b[: a.shape[0]] = a
-                setattr(self, name, b)
+            for name in ("k_item", "k_orig"):  # (written before it is read, as rows are: no fill)
+                setattr(self, name, self._grown(getattr(self, name), rows=cap))
         if n_pid + 1 >= self.pid_bits.shape[0]:
             self.pid_bits = self._grown(self.pid_bits, 0)
             self.pid_terms = self._grown(self.pid_terms, 0)
