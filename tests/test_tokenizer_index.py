@@ -22,7 +22,8 @@ from tokenizer_index import fetch, hf
 from tokenizer_index.cache import fingerprint_from_arrays
 from tokenizer_index.gguf_vocab import read_tokenizer_metadata
 from tokenizer_index.sentencepiece import read_model
-from tokenizer_index.trie import NO_LOOP_MARK, UTF8_MARK, subtree_bytes, subtree_utf8, trie_nodes, walk_byte_sets
+from tokenizer_index.trie import (JUMP_FAMILIES, NO_LOOP_MARK, UTF8_MARK, sibling_jumps, subtree_bytes, subtree_utf8,
+                                  trie_nodes, walk_byte_sets)
 
 N_STRINGS = 2000
 
@@ -471,6 +472,35 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         # word 2 (bytes 128-191, folded into the marks) is the height: longest token below, from the node on
         height = max(len(tb[t]) for t in run) - d
         assert int(walk_sets[i, 2]) == (2**64 - 1 if height >= 64 else 2**height - 1), (i, height)
+    # sibling jumps: past node i's subtree, over the later siblings whose bytes (words 0, 1, 3 of the
+    # walk sets) all lie in the family, to the first sibling that does not or past the parent's subtree
+    jumps = sibling_jumps(nodes)
+    assert jumps.shape == (len(JUMP_FAMILIES), len(nodes.byte))
+    parent = {}
+    for p in range(len(nodes.byte)):
+        for j in _children(nodes, p):
+            parent[j] = p
+    m, longest = len(nodes.byte), [0] * len(JUMP_FAMILIES)
+    for i in random.Random(2).sample(range(m), 3000):
+        sibs = _children(nodes, parent[i]) if i in parent else _children(nodes, -1)
+        later = sibs[sibs.index(i) + 1:]
+        for f, fam in enumerate(JUMP_FAMILIES.tolist()):
+            inside = [all(int(walk_sets[j, w]) & ~fam[w] == 0 for w in (0, 1, 3)) for j in later]
+            k = inside.index(False) if False in inside else len(later)
+            want = later[k] if k < len(later) else int(nodes.skip[sibs[-1]])
+            assert int(jumps[f, i]) == want, (f, i)
+            longest[f] = max(longest[f], k)
+    assert min(longest[:3]) > 2, longest  # (the text and identifier families do jump over runs)
+
+
+def _children(nodes, p: int) -> list[int]:
+    """Children of node ``p`` in order (``p = -1``: the root's), each at its elder sibling's ``skip``."""
+    j, end = (0, len(nodes.byte)) if p < 0 else (int(nodes.down[p]), int(nodes.skip[p]))
+    out = []
+    while j != end:
+        out.append(j)
+        j = int(nodes.skip[j])
+    return out
 
 
 def _subtree(nodes, i: int) -> list[int]:

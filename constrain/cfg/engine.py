@@ -37,7 +37,7 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import UTF8_MARK, _kept, id_words, trie_nodes, walk_byte_sets
+from tokenizer_index.trie import JUMP_FAMILIES, UTF8_MARK, _kept, id_words, sibling_jumps, trie_nodes, walk_byte_sets
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -99,6 +99,23 @@ def _accept_subtree(ordered, sub_start, skip, i):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _accept_siblings(ordered, sub_start, skip, jumps, families, loops, g, i):  # pragma: no cover - numba
+    """``_accept_subtree`` of node ``i``, whose subtree state ``g`` loops on, and of the run of
+    later siblings that ``g`` loops on as surely: when ``g``'s loop is unbounded and holds one of
+    ``trie.JUMP_FAMILIES``, every sibling up to ``jumps[f, i]`` holds only that family's bytes. The
+    siblings' tokens continue ``i``'s run in byte order. Returns the next node to visit."""
+    e = skip[i]
+    if loops[g, 2] == ANY_DEPTH:
+        for f in range(families.shape[0]):
+            if ((families[f, 0] & ~loops[g, 0]) == 0 and (families[f, 1] & ~loops[g, 1]) == 0
+                    and (families[f, 3] & ~loops[g, 3]) == 0):
+                e = jumps[f, i]
+                break
+    _set_run(ordered, sub_start[i], sub_start[e])
+    return e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _pause(pos, i, visited):  # pragma: no cover - numba
     """Save where ``_walk_cfg`` stands, so a call after Python served its request resumes there."""
     pos[0] = i
@@ -155,7 +172,7 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 @no_refcounts(nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction,
-              single):  # pragma: no cover
+              single, jumps, families):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -250,14 +267,14 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i = skip[i]
             continue
-        whole = False
+        whole = -1
         for k in range(cnt[d]):
             g = cfg_g[d, k]
             if _loops_cover(sub_bytes, i, loops, g):
-                whole = True
+                whole = g
                 break
-        if whole:
-            i = _accept_subtree(ordered, sub_start, skip, i)
+        if whole >= 0:
+            i = _accept_siblings(ordered, sub_start, skip, jumps, families, loops, whole, i)
             continue
         m = 0
         stamp = 0  # (set by ``_start_table`` if the set grows past LINEAR_DEDUP)
@@ -386,8 +403,9 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
             if ctx_acc[c] and g == ctx_start[c] + no_word[g]:  # (at its block's start, or that start's word twin)
                 accepting = True
         done[0] = accepting
-    status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte, a.depth, a.skip,
-                       a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen, a.junction, a.single)
+    status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte,
+                       a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen,
+                       a.junction, a.single, a.jumps, a.families)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -1095,7 +1113,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._args_tables: tuple = ()  # the (lexer store, parser store, parser scratch) ``_args`` holds
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         self._n_words = bitmask_words(index.vocab_size)
-        walk_byte_sets(trie_nodes(index.trie))  # once per vocabulary (~5 ms): not inside a first mask
+        sibling_jumps(trie_nodes(index.trie))  # once per vocabulary (~5 ms, byte sets included): not in a first mask
         if eager_terminals:
             self.lexers.build_components()
         root = self.parser.root
@@ -1458,7 +1476,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 nodes.byte, nodes.depth, nodes.skip, nodes.down, nodes.below, nodes.token, buffers.cfg_c,
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
-                self._junction, buffers.single, buffers.unset)
+                self._junction, buffers.single, buffers.unset, sibling_jumps(nodes), JUMP_FAMILIES)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
