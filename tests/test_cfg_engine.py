@@ -272,6 +272,46 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
     assert any(isinstance(k, tuple) for k in nested._lexer_parts), "no boundary was split again"
 
 
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf"])
+def test_walks_resume_after_every_lexer_store_growth(real_vocab, key, monkeypatch):
+    """Walks expand lexer states where they first reach them and pause when the store has no room
+    for another expansion (``ensure_expanded`` -> ``NEED_ROOM``), then resume at the node they
+    stopped at; the combined walk expands a configuration set's states once, when its general
+    step makes the set. With the store grown by barely one expansion at a time, almost every
+    expansion that makes a state pauses the next one, and the masks equal those of a store with
+    room to spare."""
+    from constrain.cfg import lexer
+
+    tok, index = real_vocab("smollm2")
+    roomy = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    grows = []
+    make_room = lexer.LexerBlocks.make_room
+
+    def barely(self, longest=0):
+        # the transition rows cut to the 257 free ones ``has_room`` asks for (the store
+        # doubles otherwise, and would pause a walk a few times in all)
+        grows.append(1)
+        make_room(self, longest)
+        self._trans = self._trans[: int(self._ctr[lexer.N_STATES]) + 257]
+
+    monkeypatch.setattr(lexer.LexerBlocks, "make_room", barely)
+    tight = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    rnd = random.Random(_seed(key) + 31)
+    text = _sentences(_source(key)[1], _seed(key) + 32, 1, max_terminals=10)[0]
+    ids = _token_ids(tok, index, text, rnd)
+    mr, mt = roomy.matcher(), tight.matcher()
+    for k in range(len(ids) + 4):
+        wr, wt = _mask(mr, index), _mask(mt, index)
+        assert (wr == wt).all(), (key, index.decode_bytes(ids[:k]))
+        allowed = sorted(_ids(wr, index) - set(index.eos_token_ids))
+        if not allowed:
+            break
+        t = ids[k] if k < len(ids) else rnd.choice(allowed)
+        mr.advance(t)
+        mt.advance(t)
+    assert len(grows) > 5, len(grows)
+
+
 def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():
     """The walks' bitmap kernels against a plain bit-by-bit model: ``_set_run`` (a subtree's run of
     positions, masked first and last words) and ``_ordered_to_words`` (byte order -> token ids,
