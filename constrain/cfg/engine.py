@@ -258,15 +258,6 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         if not alive:
             i = skip[i]
             continue
-        if skip[i] == down[i]:
-            # A leaf: its token is allowed (some configuration's lexer survives the byte); what
-            # the parser would make of a terminal ending here matters only to longer tokens
-            # (skipping it spares a parser context per terminal sequence that ends a token).
-            t = token[i]
-            if t >= 0:
-                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
-            i = skip[i]
-            continue
         whole = -1
         for k in range(cnt[d]):
             g = cfg_g[d, k]
@@ -275,6 +266,16 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 break
         if whole >= 0:
             i = _accept_siblings(ordered, sub_start, skip, jumps, families, loops, whole, i)
+            continue
+        if skip[i] == down[i]:
+            # (after the loop test: a leaf a loop covers starts a sibling jump like any subtree)
+            # A leaf: its token is allowed (some configuration's lexer survives the byte); what
+            # the parser would make of a terminal ending here matters only to longer tokens
+            # (skipping it spares a parser context per terminal sequence that ends a token).
+            t = token[i]
+            if t >= 0:
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+            i = skip[i]
             continue
         m = 0
         stamp = 0  # (set by ``_start_table`` if the set grows past LINEAR_DEDUP)
