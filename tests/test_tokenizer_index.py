@@ -472,8 +472,8 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         # word 2 (bytes 128-191, folded into the marks) is the height: longest token below, from the node on
         height = max(len(tb[t]) for t in run) - d
         assert int(walk_sets[i, 2]) == (2**64 - 1 if height >= 64 else 2**height - 1), (i, height)
-    # sibling jumps: past node i's subtree, over the later siblings whose bytes (words 0, 1, 3 of the
-    # walk sets) all lie in the family, to the first sibling that does not or past the parent's subtree
+    # sibling jumps: past node i's subtree, over the later siblings whose walk sets (bytes, marks and
+    # height code) all lie in the family, to the first sibling that does not or past the parent's subtree
     jumps = sibling_jumps(nodes)
     assert jumps.shape == (len(JUMP_FAMILIES), len(nodes.byte))
     parent = {}
@@ -485,7 +485,7 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         sibs = _children(nodes, parent[i]) if i in parent else _children(nodes, -1)
         later = sibs[sibs.index(i) + 1:]
         for f, fam in enumerate(JUMP_FAMILIES.tolist()):
-            inside = [all(int(walk_sets[j, w]) & ~fam[w] == 0 for w in (0, 1, 3)) for j in later]
+            inside = [all(int(walk_sets[j, w]) & ~fam[w] == 0 for w in range(4)) for j in later]
             k = inside.index(False) if False in inside else len(later)
             want = later[k] if k < len(later) else int(nodes.skip[sibs[-1]])
             assert int(jumps[f, i]) == want, (f, i)

@@ -376,9 +376,15 @@ def _walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
     return got
 
 
-def _byte_family(data: bytes | range, utf8: bool = False) -> list[int]:
-    """Four uint64 words holding the bytes of ``data`` (and ``UTF8_MARK`` with ``utf8``)."""
-    words = [0, 0, 0, 0]
+_FAMILY_HEIGHT = 63  # the tallest sibling subtree a jump passes over (``walk_byte_sets``' word 2)
+
+
+def _byte_family(data: bytes, utf8: bool = False) -> list[int]:
+    """A walk byte set (``walk_byte_sets``' four words): the bytes of ``data``, ``UTF8_MARK`` with
+    ``utf8``, and in word 2 the height code of ``_FAMILY_HEIGHT``. A state whose loop bits hold it
+    loops on every subtree of those bytes up to that height: unbounded loops, and the
+    depth-bounded loops of strings far from their ``maxLength`` (budget 63)."""
+    words = [0, 0, (1 << _FAMILY_HEIGHT) - 1, 0]
     for b in list(data) + ([UTF8_MARK] if utf8 else []):
         words[b >> 6] |= 1 << (b & 63)
     return words
@@ -399,16 +405,16 @@ JUMP_FAMILIES = np.array([
 @numba.njit(cache=True)
 def _sibling_jumps_kernel(sets, families, skip, depth):  # pragma: no cover - numba
     """Per family ``f`` and node ``j``: the first node after ``j``'s subtree that is not a later
-    sibling of ``j`` whose walk byte set (words 0, 1, 3) lies inside the family. Ids run from the
-    last: a later sibling (``skip[j]`` at ``j``'s depth) has its answer already."""
+    sibling of ``j`` whose walk byte set lies inside the family. Ids run from the last: a later
+    sibling (``skip[j]`` at ``j``'s depth) has its answer already."""
     n = skip.shape[0]
     out = np.empty((families.shape[0], n), dtype=np.int32)
     for f in range(families.shape[0]):
-        f0, f1, f3 = families[f, 0], families[f, 1], families[f, 3]
+        f0, f1, f2, f3 = families[f, 0], families[f, 1], families[f, 2], families[f, 3]
         for j in range(n - 1, -1, -1):
             s = skip[j]
             if (s < n and depth[s] == depth[j] and (sets[s, 0] & ~f0) == 0 and (sets[s, 1] & ~f1) == 0
-                    and (sets[s, 3] & ~f3) == 0):
+                    and (sets[s, 2] & ~f2) == 0 and (sets[s, 3] & ~f3) == 0):
                 out[f, j] = out[f, s]
             else:
                 out[f, j] = s
@@ -417,8 +423,9 @@ def _sibling_jumps_kernel(sets, families, skip, depth):  # pragma: no cover - nu
 
 def sibling_jumps(nodes: TrieNodes) -> np.ndarray:
     """``int32 [len(JUMP_FAMILIES), M]``: where a walk goes after accepting node ``j``'s subtree
-    whole in a state whose loop bits hold family ``f`` (unbounded): past the run of later siblings
-    whose subtrees hold only bytes of the family, which that state would accept whole one by one
+    whole in a state whose loop bits hold family ``f``: past the run of later siblings whose
+    subtrees hold only bytes of the family (no taller than its height), which that state would
+    accept whole one by one
     (their tokens continue ``j``'s run in byte order). Below a stepped identifier node most
     siblings are such subtrees: a walk read each (its byte, its subtree set, its run), ~40% of the
     visits of a Python expression's first mask on Llama 3. Built once per vocabulary, kept on

@@ -101,16 +101,16 @@ def _accept_subtree(ordered, sub_start, skip, i):  # pragma: no cover - numba
 @numba.njit(cache=True, nogil=True, inline="always")
 def _accept_siblings(ordered, sub_start, skip, jumps, families, loops, g, i):  # pragma: no cover - numba
     """``_accept_subtree`` of node ``i``, whose subtree state ``g`` loops on, and of the run of
-    later siblings that ``g`` loops on as surely: when ``g``'s loop is unbounded and holds one of
-    ``trie.JUMP_FAMILIES``, every sibling up to ``jumps[f, i]`` holds only that family's bytes. The
-    siblings' tokens continue ``i``'s run in byte order. Returns the next node to visit."""
+    later siblings that ``g`` loops on as surely: when ``g``'s loop bits hold one of
+    ``families`` (``trie.JUMP_FAMILIES``, bytes and a height), every sibling up to ``jumps[f, i]``
+    lies inside that family. The siblings' tokens continue ``i``'s run in byte order. Returns the
+    next node to visit."""
     e = skip[i]
-    if loops[g, 2] == ANY_DEPTH:
-        for f in range(families.shape[0]):
-            if ((families[f, 0] & ~loops[g, 0]) == 0 and (families[f, 1] & ~loops[g, 1]) == 0
-                    and (families[f, 3] & ~loops[g, 3]) == 0):
-                e = jumps[f, i]
-                break
+    for f in range(families.shape[0]):
+        if ((families[f, 0] & ~loops[g, 0]) == 0 and (families[f, 1] & ~loops[g, 1]) == 0
+                and (families[f, 2] & ~loops[g, 2]) == 0 and (families[f, 3] & ~loops[g, 3]) == 0):
+            e = jumps[f, i]
+            break
     _set_run(ordered, sub_start[i], sub_start[e])
     return e
 
@@ -226,7 +226,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     i = skip[i]
                     continue
                 if _loops_cover(sub_bytes, i, loops, g):
-                    i = _accept_subtree(ordered, sub_start, skip, i)
+                    i = _accept_siblings(ordered, sub_start, skip, jumps, families[:1], loops, g, i)
                     continue
                 if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != down[i]:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
