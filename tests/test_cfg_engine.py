@@ -198,19 +198,25 @@ def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
     fast = CFGCompiledGrammar(_source(key)[1], index, description=key)
     slow = CFGCompiledGrammar(_source(key)[1], index, description=key)
     slow.lexers.disable_loop_bits()  # no state marked as looping: every walk steps through every node
-    rnd = random.Random(_seed(key) + 11)
-    text = _sentences(_source(key)[1], _seed(key) + 12, 1, max_terminals=10)[0]
+    _assert_same_masks(fast, slow, tok, index, key, _seed(key) + 11)
+
+
+def _assert_same_masks(a, b, tok, index, key: str, seed: int) -> None:
+    """Grammars ``a`` and ``b`` give equal masks along the real encoding of a sampled sentence,
+    then a random walk of allowed tokens (4 more steps)."""
+    rnd = random.Random(seed)
+    text = _sentences(_source(key)[1], seed + 1, 1, max_terminals=10)[0]
     ids = _token_ids(tok, index, text, rnd)
-    mf, ms = fast.matcher(), slow.matcher()
+    ma, mb = a.matcher(), b.matcher()
     for k in range(len(ids) + 4):
-        wf, ws = _mask(mf, index), _mask(ms, index)
-        assert (wf == ws).all(), (key, index.decode_bytes(ids[:k]))
-        allowed = sorted(_ids(wf, index) - set(index.eos_token_ids))
+        wa, wb = _mask(ma, index), _mask(mb, index)
+        assert (wa == wb).all(), (key, index.decode_bytes(ids[:k]))
+        allowed = sorted(_ids(wa, index) - set(index.eos_token_ids))
         if not allowed:
             break
         t = ids[k] if k < len(ids) else rnd.choice(allowed)
-        mf.advance(t)
-        ms.advance(t)
+        ma.advance(t)
+        mb.advance(t)
 
 
 _BOUNDED_SCHEMA = {"type": "object", "properties": {
@@ -296,19 +302,7 @@ def test_walks_resume_after_every_lexer_store_growth(real_vocab, key, monkeypatc
 
     monkeypatch.setattr(lexer.LexerBlocks, "make_room", barely)
     tight = CFGCompiledGrammar(_source(key)[1], index, description=key)
-    rnd = random.Random(_seed(key) + 31)
-    text = _sentences(_source(key)[1], _seed(key) + 32, 1, max_terminals=10)[0]
-    ids = _token_ids(tok, index, text, rnd)
-    mr, mt = roomy.matcher(), tight.matcher()
-    for k in range(len(ids) + 4):
-        wr, wt = _mask(mr, index), _mask(mt, index)
-        assert (wr == wt).all(), (key, index.decode_bytes(ids[:k]))
-        allowed = sorted(_ids(wr, index) - set(index.eos_token_ids))
-        if not allowed:
-            break
-        t = ids[k] if k < len(ids) else rnd.choice(allowed)
-        mr.advance(t)
-        mt.advance(t)
+    _assert_same_masks(roomy, tight, tok, index, key, _seed(key) + 31)
     assert len(grows) > 5, len(grows)
 
 
