@@ -282,8 +282,7 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
 def test_walks_resume_after_every_lexer_store_growth(real_vocab, key, monkeypatch):
     """Walks expand lexer states where they first reach them and pause when the store has no room
     for another expansion (``ensure_expanded`` -> ``NEED_ROOM``), then resume at the node they
-    stopped at; the combined walk expands a configuration set's states once, when its general
-    step makes the set. With the store grown by barely one expansion at a time, almost every
+    stopped at. With the store grown by barely one expansion at a time, almost every
     expansion that makes a state pauses the next one, and the masks equal those of a store with
     room to spare."""
     from constrain.cfg import lexer

@@ -22,8 +22,8 @@ from tokenizer_index import fetch, hf
 from tokenizer_index.cache import fingerprint_from_arrays
 from tokenizer_index.gguf_vocab import read_tokenizer_metadata
 from tokenizer_index.sentencepiece import read_model
-from tokenizer_index.trie import (JUMP_FAMILIES, NO_LOOP_MARK, UTF8_MARK, sibling_jumps, subtree_bytes, subtree_utf8,
-                                  trie_nodes, walk_byte_sets)
+from tokenizer_index.trie import (NO_LOOP_MARK, UTF8_MARK, sibling_jumps, subtree_bytes, subtree_utf8, trie_nodes,
+                                  walk_byte_sets)
 
 N_STRINGS = 2000
 
@@ -474,7 +474,9 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
         assert int(walk_sets[i, 2]) == (2**64 - 1 if height >= 64 else 2**height - 1), (i, height)
     # sibling jumps: past node i's subtree, over the later siblings whose walk sets (bytes, marks and
     # height code) all lie in the family, to the first sibling that does not or past the parent's subtree
-    jumps = sibling_jumps(nodes)
+    from constrain.cfg.engine import JUMP_FAMILIES  # (the families the walks use)
+
+    jumps = sibling_jumps(nodes, JUMP_FAMILIES)
     assert jumps.shape == (len(JUMP_FAMILIES), len(nodes.byte))
     parent = {}
     for p in range(len(nodes.byte)):

@@ -376,30 +376,14 @@ def _walk_byte_sets(nodes: TrieNodes) -> np.ndarray:
     return got
 
 
-_FAMILY_HEIGHT = 63  # the tallest sibling subtree a jump passes over (``walk_byte_sets``' word 2)
-
-
-def _byte_family(data: bytes, utf8: bool = False) -> list[int]:
-    """A walk byte set (``walk_byte_sets``' four words): the bytes of ``data``, ``UTF8_MARK`` with
-    ``utf8``, and in word 2 the height code of ``_FAMILY_HEIGHT``. A state whose loop bits hold it
-    loops on every subtree of those bytes up to that height: unbounded loops, and the
-    depth-bounded loops of strings far from their ``maxLength`` (budget 63)."""
-    words = [0, 0, (1 << _FAMILY_HEIGHT) - 1, 0]
+def walk_set_of(data: bytes, utf8: bool = False, height: int = 64) -> list[int]:
+    """A walk byte set (``walk_byte_sets``' four words) holding the bytes of ``data``, ``UTF8_MARK``
+    with ``utf8``, and in word 2 the height code of ``height``: the set of every subtree of those
+    bytes no taller than that."""
+    words = [0, 0, int(height_code(height)), 0]
     for b in list(data) + ([UTF8_MARK] if utf8 else []):
         words[b >> 6] |= 1 << (b & 63)
     return words
-
-
-_WORD = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
-# The loop sets that sibling jumps are built for, widest first (a walk takes the first one inside a
-# state's loop bits): string bodies (JSON's: printable ASCII but the quote and backslash, and UTF-8
-# characters), identifiers, lower-case identifiers (llama.cpp's arithmetic.gbnf), whitespace.
-JUMP_FAMILIES = np.array([
-    _byte_family(bytes(b for b in range(0x20, 0x7F) if b not in b'"\\'), utf8=True),
-    _byte_family(_WORD),
-    _byte_family(bytes(b for b in _WORD if not 0x41 <= b <= 0x5A)),
-    _byte_family(b" \t\n\r"),
-], dtype=np.uint64)
 
 
 @numba.njit(cache=True)
@@ -421,14 +405,17 @@ def _sibling_jumps_kernel(sets, families, skip, depth):  # pragma: no cover - nu
     return out
 
 
-def sibling_jumps(nodes: TrieNodes) -> np.ndarray:
-    """``int32 [len(JUMP_FAMILIES), M]``: where a walk goes after accepting node ``j``'s subtree
-    whole in a state whose loop bits hold family ``f``: past the run of later siblings whose
-    subtrees hold only bytes of the family (no taller than its height), which that state would
-    accept whole one by one
-    (their tokens continue ``j``'s run in byte order). Below a stepped identifier node most
+def sibling_jumps(nodes: TrieNodes, families: np.ndarray) -> np.ndarray:
+    """``int32 [len(families), M]``: where a walk goes after accepting node ``j``'s subtree whole in
+    a state whose loop bits hold walk byte set ``families[f]`` (``walk_set_of``): past the run of
+    later siblings whose walk byte sets lie inside it, which that state would accept whole one by
+    one (their tokens continue ``j``'s run in byte order). Below a stepped identifier node most
     siblings are such subtrees: a walk read each (its byte, its subtree set, its run), ~40% of the
-    visits of a Python expression's first mask on Llama 3. Built once per vocabulary, kept on
-    ``nodes``."""
-    return _kept(nodes, "_sibling_jumps",
-                 lambda n: _sibling_jumps_kernel(walk_byte_sets(n), JUMP_FAMILIES, n.skip, n.depth))
+    visits of a Python expression's first mask on Llama 3. Built once per vocabulary and family
+    table, kept on ``nodes``."""
+    kept = _kept(nodes, "_sibling_jumps", lambda _: {})
+    key = families.tobytes()
+    got = kept.get(key)
+    if got is None:
+        got = kept[key] = _sibling_jumps_kernel(walk_byte_sets(nodes), families, nodes.skip, nodes.depth)
+    return got

@@ -30,14 +30,15 @@ from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_NO_WORD, LX_TRANS,
-                                 NEED_ROOM, READY, LexerBlocks, block_start, ensure_expanded, word_junctions)
+                                 NEED_ROOM, READY, WORD_BYTES, LexerBlocks, block_start, ensure_expanded,
+                                 word_junctions)
 from constrain.cfg.walk_args import make_walk_args, set_tables
 from constrain.errors import GrammarError
 from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import JUMP_FAMILIES, UTF8_MARK, _kept, id_words, sibling_jumps, trie_nodes, walk_byte_sets
+from tokenizer_index.trie import UTF8_MARK, _kept, id_words, sibling_jumps, trie_nodes, walk_byte_sets, walk_set_of
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -98,11 +99,25 @@ def _accept_subtree(ordered, sub_start, skip, i):  # pragma: no cover - numba
     return skip[i]
 
 
+_WORD = bytes(np.flatnonzero(WORD_BYTES).tolist())
+# The loop sets sibling jumps are built for (``_accept_siblings``), widest first: a walk takes the
+# first one inside a state's loop bits. String bodies (JSON's: printable ASCII but the quote and
+# backslash, and UTF-8 characters), identifiers, lower-case ones (llama.cpp's arithmetic.gbnf),
+# whitespace; each up to 63 bytes tall, so a string far from its ``maxLength`` (a depth-bounded
+# loop of budget 63) takes them too.
+JUMP_FAMILIES = np.array([
+    walk_set_of(bytes(b for b in range(0x20, 0x7F) if b not in b'"\\'), utf8=True, height=63),
+    walk_set_of(_WORD, height=63),
+    walk_set_of(bytes(b for b in _WORD if not 0x41 <= b <= 0x5A), height=63),
+    walk_set_of(b" \t\n\r", height=63),
+], dtype=np.uint64)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _accept_siblings(ordered, sub_start, skip, jumps, families, loops, g, i):  # pragma: no cover - numba
     """``_accept_subtree`` of node ``i``, whose subtree state ``g`` loops on, and of the run of
     later siblings that ``g`` loops on as surely: when ``g``'s loop bits hold one of
-    ``families`` (``trie.JUMP_FAMILIES``, bytes and a height), every sibling up to ``jumps[f, i]``
+    ``families`` (``JUMP_FAMILIES``, bytes and a height), every sibling up to ``jumps[f, i]``
     lies inside that family. The siblings' tokens continue ``i``'s run in byte order. Returns the
     next node to visit."""
     e = skip[i]
@@ -270,8 +285,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             i = _accept_siblings(ordered, sub_start, skip, jumps, families, loops, whole, i)
             continue
         if skip[i] == down[i]:
-            # (after the loop test: a leaf a loop covers starts a sibling jump like any subtree)
-            # A leaf: its token is allowed (some configuration's lexer survives the byte); what
+            # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
+            # subtree): its token is allowed (some configuration's lexer survives the byte); what
             # the parser would make of a terminal ending here matters only to longer tokens
             # (skipping it spares a parser context per terminal sequence that ends a token).
             t = token[i]
@@ -657,8 +672,8 @@ def _event_children_by_term(ev_node, ev_state, acc_ptr, acc_terms, ended, byte, 
                 kid_ptr[j + 1] = slot_start[256 * k + b]  # (its end, after placing)
                 j += 1
         term_ptr[k + 1] = j
-    return (terms, term_ptr, group_byte, kid_ptr, kids, np.empty(limit, dtype=np.int32), np.empty(limit, dtype=np.int32),
-            np.empty(limit, dtype=np.int32))
+    return (terms, term_ptr, group_byte, kid_ptr, kids, np.empty(limit, dtype=np.int32),
+            np.empty(limit, dtype=np.int32), np.empty(limit, dtype=np.int32))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1116,7 +1131,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._args_tables: tuple = ()  # the (lexer store, parser store, parser scratch) ``_args`` holds
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         self._n_words = bitmask_words(index.vocab_size)
-        sibling_jumps(trie_nodes(index.trie))  # once per vocabulary (~11 ms on Llama 3 with the byte sets): not in a mask
+        # once per vocabulary (~11 ms on Llama 3 with the byte sets it reads): not inside a mask
+        sibling_jumps(trie_nodes(index.trie), JUMP_FAMILIES)
         if eager_terminals:
             self.lexers.build_components()
         root = self.parser.root
@@ -1479,7 +1495,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 nodes.byte, nodes.depth, nodes.skip, nodes.down, nodes.below, nodes.token, buffers.cfg_c,
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
-                self._junction, buffers.single, buffers.unset, sibling_jumps(nodes), JUMP_FAMILIES)
+                self._junction, buffers.single, buffers.unset, sibling_jumps(nodes, JUMP_FAMILIES), JUMP_FAMILIES)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
