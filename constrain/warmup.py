@@ -42,6 +42,13 @@ def warmup() -> float:
     m = g_str.matcher()
     m.advance(0)
     m.allowed_token_ids()
+    # a state that steps where a loop state does on most bytes (``engine._near_loop_walk``): a
+    # string body beside a literal's spelling
+    g_near = compile_grammar(Grammar.from_lark('start: /"[ab]*"/ | /"aab"/\n'), quoted, cache=False)
+    g_near.use_every_frontier()
+    m = g_near.matcher()
+    m.advance(0)
+    m.allowed_token_ids()
     # a walk's stores set again after they grew (``engine._walk_args``)
     from constrain.cfg.walk_args import set_tables
 

@@ -552,6 +552,112 @@ def test_kept_loop_frontiers_are_bounded_and_recomputed_alike(monkeypatch):
     assert (again[0] == first[0]).all() and (again[1] == first[1]).all()
 
 
+def _count_calls(monkeypatch, name: str) -> list[int]:
+    """Counts the calls of ``CFGCompiledGrammar.<name>`` (the path under test)."""
+    used = [0]
+    real = getattr(CFGCompiledGrammar, name)
+
+    def counting(self, *args):
+        used[0] += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(CFGCompiledGrammar, name, counting)
+    return used
+
+
+_KEYS_SCHEMA = {"type": "object", "properties": {
+    "alpha": {"type": "integer"}, "alphabet": {"type": "string"}, "beta": {"type": "boolean"},
+    "état": {"type": "string", "maxLength": 5}, "month_of_year": {"enum": [1, 2, 3]}}}
+
+
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_near_loop_masks_change_no_mask(real_vocab, vocab, monkeypatch):
+    """Inside a member key of an object that allows undeclared keys, the key's automaton steps
+    where the plain string body does on every byte but the next letters of the declared names it
+    has begun, a quote and a backslash: its mask is the body's (kept per context) less the tokens
+    below those few first bytes, plus walks from the key's state below them
+    (``_near_loop_walk``). Masks equal the full walk's along documents with declared names,
+    undeclared names that begin like them (``alph``, ``alphabets``, ``month``), escaped and
+    non-ASCII spellings, and the path is taken."""
+    tok, index = real_vocab(vocab)
+    used = _count_calls(monkeypatch, "_near_loop_walk")
+    docs = [{"alpha": 1, "alphabet": "x", "alph": [1], "alphabets": {"beta": 2}, "beta": True, "état": "été",
+             "étatique": "no", "month_of_year": 2, "month": "may", "": 0, "日本語": {"alpha": "free"}},
+            {"month_of_yea": 1, "month_of_year_": None, "b": "beta", "béta": "x", "alpha\"": 3}]
+    texts = [json.dumps(d, ensure_ascii=False) for d in docs] + [json.dumps(docs[0], indent=1)]
+    texts.append('{"\\u0061lpha": 1, "al\\u0070habet": "s", "alpha\\n": "x", "\\"": 4}')
+    fast, slow = _frontier_pair(Grammar.from_json_schema(_KEYS_SCHEMA, whitespace="flexible", property_order="any",
+                                                          strict=False),
+                                 index)
+    _same_masks_along(index, fast, slow, texts, tok)
+    assert used[0] >= 10, "the near-loop path was not taken"
+
+
+def test_near_loop_masks_equal_brute_force_on_a_small_vocabulary(monkeypatch):
+    """The same on a made-up vocabulary, against brute force (``compiled.step`` over every token):
+    tokens that end a key (``a":``), leave a declared name's spelling for the body (``alx``),
+    break a character, escape, or begin with bytes the key's state and the body's lead apart."""
+    words = ["a", "al", "alp", "alpha", "alx", "x", "é", "\\", "\\u", "\\u0061", '"', '":', '": ', 'a"', 'a":1',
+             '":"', "1", " ", ",", "}", "ph", "pha", 'ha"', "b", "be", "bet", "beta", "ta", '\\"', "日", "\xe6\x97"]
+    pieces = sorted({bytes([b]) for b in range(256)} | {w.encode("latin-1") if w.startswith("\xe6") else w.encode()
+                                                         for w in words})
+    index = _tiny_index(pieces)
+    used = _count_calls(monkeypatch, "_near_loop_walk")
+    compiled = constrain.compile(Grammar.from_json_schema(_KEYS_SCHEMA, property_order="any", strict=False), index, cache=False)
+    compiled.use_every_frontier()
+    for prefix in ['{"', '{"a', '{"al', '{"alph', '{"alpha', '{"alphab', '{"b', '{"bet', '{"x', '{"\\u0061',
+                   '{"alpha":1,"', '{"alpha":1,"b', '{"\xc3', '{"m', '{"month_of_yea']:
+        m = compiled.matcher()
+        for b in prefix.encode("latin-1") if "\xc3" in prefix else prefix.encode():
+            m.advance(pieces.index(bytes([b])))
+        state = m._states[-1]
+        mask = _ids(_mask(m, index), index)
+        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
+        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
+    assert used[0] >= 8, "the near-loop path was not taken"
+
+
+def test_a_loop_state_beside_other_configurations_keeps_their_tokens():
+    """A configuration set whose one configuration is a loop state with a frontier and whose
+    others take the split walk: the frontier's tokens are added to theirs (they used to replace
+    them), and EOS stays allowed where another configuration accepts. After ``a"`` below, one
+    parse is inside a string (a loop state), another has finished ``B`` and may end or read digits."""
+    pieces = sorted({bytes(p) for n in range(1, 4) for p in itertools.product(b'a"b19', repeat=n)})
+    index = _tiny_index(pieces)
+    compiled = CFGCompiledGrammar(Grammar.from_lark(
+        'start: A STR | B DIGITS?\nA: "a"\nB: /a"/\nSTR: /"[a-z]*"/\nDIGITS: /[0-9]+/\n')._ast, index,
+        description="mixed")
+    compiled.use_every_frontier()
+    compiled.shared_walk_nodes = -1  # (every class takes the split walk ...)
+    m = compiled.matcher()
+    m.advance(pieces.index(b'a"'))
+    state = m._states[-1]
+    lexers = compiled.lexers
+    loop_classes = set()
+    for _, g in compiled._configs[state]:
+        loops = lexers._loops[g] if lexers._expanded[g] else (lexers.expand(g) or lexers._loops[g])
+        if loops[2] == np.uint64(2**64 - 1) and (loops[0] | loops[1]):
+            loop_classes.add(int(lexers.mask_class[g]))
+    assert len(loop_classes) == 1 and len(compiled._configs[state]) >= 2
+    compiled._dense |= loop_classes  # (... but the string's, which takes the combined walk: its frontier)
+    used = [0]
+    real = CFGCompiledGrammar._frontier_walk
+
+    def counting(self, *args):
+        real(self, *args)
+        used[0] += 1
+
+    CFGCompiledGrammar._frontier_walk = counting
+    try:
+        mask = _ids(_mask(m, index), index)
+    finally:
+        CFGCompiledGrammar._frontier_walk = real
+    expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
+    assert used[0] == 1
+    assert index.eos_token_ids[0] in expected and pieces.index(b"19") in expected
+    assert mask == expected, sorted(index.token_bytes(t) for t in mask ^ expected)
+
+
 def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
     """A member key (its quotes and characters' spellings, then ``ws : ws`` and maybe a number)
     is laid out as links of static pieces, not built as a DFA of its own: the masks equal those

@@ -47,6 +47,9 @@ LEXER_FULL = -7  # walk status: the lexer automata reached their state limit
 MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the events): one combined walk
 SHARED_WALK_CONFIGS = 2  # ... when it carried at most this many configurations (more: identifier-dense, stays combined)
 LOOP_STATE = 3  # ``_combined_mask`` status: the one configuration's state may have a loop frontier
+NEAR_LOOP = 6  # ``_combined_mask`` status: ... or step where a loop state does on most bytes (``_near_loop``)
+NEAR_LOOP_OTHER_BYTES = 32  # ... on all bytes but at most this many (each is a walk from a child of the trie root)
+NEAR_LOOP_TRIES = 4  # a grammar stops looking for near loops after this many found none whose loop had a frontier
 RETRY = 4  # ``_combined_mask`` status: serve ``need``, then call again with the same arguments
 FRONTIER_MIN_SAVED = 2048  # a loop frontier that saves a walk fewer trie nodes than this is not used,
 FRONTIER_SAVED_PER_ROOT = 16  # ... nor one with more roots than 1/16 of that (each root is a general-step walk)
@@ -386,9 +389,11 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
     only allowed token or -1]; ``accepting`` says whether configurations walked elsewhere (the
     split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0).
 
-    With ``loop_states``, one configuration whose lexer state may have a loop frontier (it loops
-    into its own class on ASCII bytes, unbounded, and ends no terminal) is not walked: status
-    ``LOOP_STATE`` hands it to the frontier walk (``CFGCompiledGrammar._frontier``); ``RETRY``:
+    With ``loop_states`` (> 0), one configuration whose lexer state may have a loop frontier (it
+    loops into its own class on ASCII bytes, unbounded, and ends no terminal) is not walked: status
+    ``LOOP_STATE`` hands it to the frontier walk (``CFGCompiledGrammar._frontier``), and with
+    ``loop_states`` 2, one that steps where a loop state does on most bytes ``NEAR_LOOP`` (that
+    state in ``a.need[1]``) to ``CFGCompiledGrammar._near_loop``; ``RETRY``:
     expanding the state needs a bigger lexer store first (``a.need``), then call again as before."""
     done = a.done
     lx = a.lx  # (read once: each read of the tuple field costs a reference count per array)
@@ -407,6 +412,14 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
         if (loops[g, 2] == ANY_DEPTH and (loops[g, 0] | loops[g, 1]) != 0
                 and acc_ptr[g + 1] == acc_ptr[g]):
             return LOOP_STATE
+        if loop_states > 1 and acc_ptr[g + 1] == acc_ptr[g]:
+            near = _near_loop_state(lx, g)
+            if near >= 0:
+                a.need[1] = near
+                return NEAR_LOOP
+            if near != -1:
+                a.need[0] = NEED_LEXER_ROOM if near == -2 else LEXER_FULL
+                return RETRY
     if n_configs > 0:
         a.cnt[0] = n_configs
         a.pos[0] = 0
@@ -445,7 +458,8 @@ def _frontier_mask(a, words, inside, roots, root_c, root_g, accepting, start):  
     ``_finish_mask``. ``start``: False resumes a paused walk. Returns the walk's status, with
     ``a.done`` as ``_combined_mask`` sets it."""
     if start:
-        words[:] = inside
+        for w in range(words.shape[0]):  # (OR: other configurations of the set may have written bits)
+            words[w] |= inside[w]
         a.ordered[:] = 0
         a.pos[0] = 0
         a.pos[1] = -1
@@ -1064,6 +1078,69 @@ def _dead_bytes(trans, g):  # pragma: no cover - numba
     return out
 
 
+@numba.njit(cache=True)
+def _root_children(skip):  # pragma: no cover - numba
+    """int32 [K]: the children of the trie root (ids ``0..K-1``: the last one's subtree ends the trie)."""
+    k = 1
+    while skip[k - 1] == k:
+        k += 1
+    return np.arange(k, dtype=np.int32)
+
+
+@numba.njit(cache=True)
+def _without_subtrees(words, children, token_start, skip, trie_ids, dup_of, dup_ids):  # pragma: no cover - numba
+    """A copy of token-id ``words`` without the tokens below ``children`` (and their duplicate ids)."""
+    out = words.copy()
+    for i in children:
+        for p in range(token_start[i], token_start[skip[i]]):
+            t = trie_ids[p]
+            out[t >> 5] &= ~(np.uint32(1) << np.uint32(t & 31))
+    for k in range(dup_of.shape[0]):
+        s = dup_of[k]
+        if not (out[s >> 5] >> np.uint32(s & 31)) & np.uint32(1):
+            t = dup_ids[k]
+            out[t >> 5] &= ~(np.uint32(1) << np.uint32(t & 31))
+    return out
+
+
+@numba.njit(cache=True, inline="always")
+def _near_loop_state(lx, g):  # pragma: no cover - numba
+    """The loop state (unbounded loop bits, ending no terminal) that expanded state ``g`` steps to
+    on most of its live bytes, when ``g`` steps where that state does on all bytes but at most
+    ``NEAR_LOOP_OTHER_BYTES``; -1 when there is none, -2 / -3 when expanding the candidate needs a
+    bigger lexer store / the store is full."""
+    trans = lx[LX_TRANS]
+    cand = -1
+    votes = 0
+    for b in range(256):  # (the majority of the live bytes' targets, if any: Boyer-Moore's vote)
+        t = trans[g, b]
+        if t < 0:
+            continue
+        if votes == 0:
+            cand = t
+            votes = 1
+        elif t == cand:
+            votes += 1
+        else:
+            votes -= 1
+    if cand < 0 or cand == g:
+        return -1
+    if not lx[LX_EXPANDED][cand]:
+        status = ensure_expanded(lx, cand)
+        if status != READY:
+            return -2 if status == NEED_ROOM else -3
+    loops = lx[LX_LOOPS]
+    acc_ptr = lx[LX_ACC_PTR]
+    if not (loops[cand, 2] == ANY_DEPTH and (loops[cand, 0] | loops[cand, 1]) != 0
+            and acc_ptr[cand + 1] == acc_ptr[cand]):
+        return -1
+    other = 0
+    for b in range(256):
+        if trans[g, b] != trans[cand, b]:
+            other += 1
+    return cand if other <= NEAR_LOOP_OTHER_BYTES else -1
+
+
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
@@ -1123,6 +1200,12 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
         self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
+        self._near: dict[int, tuple | None] = {}  # lexer state -> the loop state it is near (``_near_loop``)
+        # near loops judged in vain, and whether one had a frontier: after ``NEAR_LOOP_TRIES`` in vain and
+        # none found, none is looked for (on a small vocabulary no frontier pays, and each judgement
+        # costs a second call of the walk)
+        self._near_misses = 0
+        self._near_found = False
         self._steps: dict[tuple[int, int], int] = {}
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
@@ -1353,23 +1436,72 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._frontiers[g] = hit
         return hit
 
-    def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, buffers: "_WalkBuffers") -> None:
+    def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, buffers: "_WalkBuffers",
+                       accepting: bool) -> None:
         """The mask of one configuration whose lexer state has a loop ``frontier`` (``_frontier``: a
-        string body, free or counted far from its bound) into ``words`` (count and single token in
-        ``buffers.done``), walking only the subtrees below the frontier, from the state above each
-        (``_frontier_mask``)."""
+        string body, free or counted far from its bound) ORed into ``words`` (count and single token
+        in ``buffers.done``), walking only the subtrees below the frontier, from the state above
+        each (``_frontier_mask``); ``accepting``: whether other configurations of the set accept
+        (EOS; ``g`` is inside a terminal)."""
         inside, roots, root_g = frontier
         root_c = np.full(len(roots), c, dtype=np.int32)
         start = True
         while True:
-            status = _frontier_mask(self._walk_args(), words, inside, roots, root_c, root_g,
-                                    self._accepting_config(c, g), start)
+            status = _frontier_mask(self._walk_args(), words, inside, roots, root_c, root_g, accepting, start)
             start = False
             if status == 0:
                 return
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
+
+    def _near_loop(self, g: int, loop: int) -> tuple | None:
+        """(the children of the trie root whose byte leads state ``g`` elsewhere than it leads the
+        loop state ``loop``, ``loop``) for a state that steps where ``loop`` does on all bytes but
+        a few (``_near_loop_state``), when ``loop``'s mask is a frontier walk (``_frontier``); else
+        None. Kept per state. A token whose first byte leads both states to one state is allowed
+        from both or from neither, so ``g``'s mask is ``loop``'s without the tokens below those
+        children, plus walks from ``g`` below them (``_near_loop_walk``).
+        Inside a member key of an object that allows undeclared keys, the key's DFA tracks which
+        declared names the text so far begins, beside their own spellings: every byte but the
+        next letters of those names, a quote and a backslash leads where the plain string body
+        does. The combined walk of such a state went through ~6-8k trie nodes of Llama 3
+        (~150-300 us a mask)."""
+        self._frontiers[g] = None  # (``g`` is no loop state itself: not judged again)
+        near = None
+        if self._frontier(loop) is None:  # (then ``loop``'s mask is a walk as big as ``g``'s)
+            self._near_misses += 1
+        else:
+            self._near_found = True
+            lexers = self.lexers
+            nodes = trie_nodes(self.index.trie)
+            differ = lexers.row(g) != lexers.row(loop)
+            children = _root_children(nodes.skip)
+            near = (children[differ[nodes.byte[children]]], loop)
+        self._near[g] = near
+        return near
+
+    def _near_loop_walk(self, c: int, g: int, near: tuple, buffers: "_WalkBuffers", words: np.ndarray,
+                        accepting: bool) -> int:
+        """The mask of configuration ``(c, g)`` for a state ``g`` near a loop state (``_near_loop``)
+        ORed into ``words``: the loop state's mask in context ``c`` (kept as the mask of
+        ``(c, loop)``: the next state of a key being spelled is near the same one), less the
+        tokens below the ``children`` whose byte leads ``g`` elsewhere, plus walks from ``g``
+        below those children. Returns 0 visited nodes."""
+        children, loop = near
+        key = (c, int(self.lexers.mask_class[loop]))
+        entry = self._class_masks.get(key)
+        if entry is None:
+            loop_words = np.zeros(self._n_words, dtype=np.uint32)
+            self._combined_walk([(c, loop)], buffers, loop_words, False)
+            _, count, last = buffers.done.tolist()
+            entry = self._class_masks[key] = MaskEntry.of(loop_words, count, last)
+        nodes = trie_nodes(self.index.trie)
+        inside = _without_subtrees(entry._raw, children, nodes.token_start, nodes.skip, self.index.trie.ids,
+                                   nodes.dup_of, nodes.dup_ids)
+        self._frontier_walk(c, g, (inside, children, np.full(len(children), g, dtype=np.int32)), words, buffers,
+                            accepting)
+        return 0
 
     def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
                        nested: bool = True) -> bool:
@@ -1455,22 +1587,32 @@ class CFGCompiledGrammar(CompiledGrammar):
             for k, (c, g) in enumerate(configs):
                 cfg_c[0, k] = c
                 cfg_g[0, k] = g
-        loop_states = False  # (whether ``_combined_mask`` is to judge the one configuration's state)
+        loop_states = 0  # (whether ``_combined_mask`` is to judge the one configuration's state: 1, 2 near loops too)
         if self.loop_frontiers and n_configs == 1:
             frontier = self._frontiers.get(g0, _MISSING)
             if frontier is _MISSING:
-                loop_states = True
+                loop_states = 2 if self._near_found or self._near_misses < NEAR_LOOP_TRIES else 1
             elif frontier is not None:
-                self._frontier_walk(c0, g0, frontier, words, buffers)
+                self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
                 return 0
+            else:
+                near = self._near.get(g0)
+                if near is not None:
+                    return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
         while True:
             status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
             if status == LOOP_STATE:
                 frontier = self._frontier(g0)
                 if frontier is not None:
-                    self._frontier_walk(c0, g0, frontier, words, buffers)
+                    self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
                     return 0
-                loop_states = False
+                loop_states = 0
+                continue
+            if status == NEAR_LOOP:
+                near = self._near_loop(g0, int(buffers.need[1]))
+                if near is not None:
+                    return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
+                loop_states = 0
                 continue
             if status == RETRY:
                 self._serve(buffers.need)
