@@ -1078,20 +1078,76 @@ def _dead_bytes(trans, g):  # pragma: no cover - numba
     return out
 
 
-@numba.njit(cache=True)
-def _root_children(skip):  # pragma: no cover - numba
-    """int32 [K]: the children of the trie root (ids ``0..K-1``: the last one's subtree ends the trie)."""
-    k = 1
-    while skip[k - 1] == k:
-        k += 1
-    return np.arange(k, dtype=np.int32)
+@no_refcounts()
+def _near_loop_plan(lx, g, loop, byte, skip, down, roots, root_g, stack_node, stack_state):  # pragma: no cover
+    """Where the tokens allowed from state ``g`` differ from those allowed from the loop state
+    ``loop`` that it is near (``_near_loop_state``): the trie nodes below which the two part,
+    written to ``roots`` with the state of ``g``'s side above each (``root_g``). Returns their
+    count, or -2 / -3 when expanding a state needs a bigger lexer store / the store is full.
+
+    Depth first from the root, carrying ``g``'s side ``y`` while ``loop``'s side stays ``loop``
+    (the path's bytes are its loop bytes): a child whose byte leads both sides to one state holds
+    the same tokens from both; one whose byte leads ``y`` to a state that is again near ``loop``
+    (expanded, ending no terminal, stepping where ``loop`` does but on at most
+    ``NEAR_LOOP_OTHER_BYTES`` bytes) while ``loop`` loops on it is descended; any other is a root.
+    A member key's state steps off the body only on the next letters of the declared names it
+    begins (and on a quote or a backslash): below ``"al`` only ``"alp...``'s nodes are descended."""
+    trans = lx[LX_TRANS]
+    expanded = lx[LX_EXPANDED]
+    acc_ptr = lx[LX_ACC_PTR]
+    n_roots = 0
+    top = 0
+    stack_node[0] = -1  # (the trie root: its children are 0.., the last one's subtree ends the trie)
+    stack_state[0] = g
+    top = 1
+    end_of_trie = skip.shape[0]
+    while top > 0:
+        top -= 1
+        parent = stack_node[top]
+        y = stack_state[top]
+        if parent < 0:
+            k = 0
+            end = end_of_trie
+        else:
+            k = down[parent]
+            end = skip[parent]
+            if k == end:  # (a leaf)
+                continue
+        while True:
+            b = byte[k]
+            y2 = trans[y, b]
+            l2 = trans[loop, b]
+            if y2 != l2:
+                descend = False
+                if l2 == loop and y2 >= 0 and acc_ptr[y2 + 1] == acc_ptr[y2]:
+                    if not expanded[y2]:
+                        status = ensure_expanded(lx, y2)
+                        if status != READY:
+                            return -2 if status == NEED_ROOM else -3
+                    other = 0
+                    for c in range(256):
+                        if trans[y2, c] != trans[loop, c]:
+                            other += 1
+                    descend = other <= NEAR_LOOP_OTHER_BYTES
+                if descend:
+                    stack_node[top] = k
+                    stack_state[top] = y2
+                    top += 1
+                else:
+                    roots[n_roots] = k
+                    root_g[n_roots] = y
+                    n_roots += 1
+            if skip[k] == end:
+                break
+            k = skip[k]
+    return n_roots
 
 
 @numba.njit(cache=True)
-def _without_subtrees(words, children, token_start, skip, trie_ids, dup_of, dup_ids):  # pragma: no cover - numba
-    """A copy of token-id ``words`` without the tokens below ``children`` (and their duplicate ids)."""
+def _without_subtrees(words, roots, token_start, skip, trie_ids, dup_of, dup_ids):  # pragma: no cover - numba
+    """A copy of token-id ``words`` without the tokens below trie nodes ``roots`` (and their duplicate ids)."""
     out = words.copy()
-    for i in children:
+    for i in roots:
         for p in range(token_start[i], token_start[skip[i]]):
             t = trie_ids[p]
             out[t >> 5] &= ~(np.uint32(1) << np.uint32(t & 31))
@@ -1456,12 +1512,13 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._serve(buffers.need)
 
     def _near_loop(self, g: int, loop: int) -> tuple | None:
-        """(the children of the trie root whose byte leads state ``g`` elsewhere than it leads the
-        loop state ``loop``, ``loop``) for a state that steps where ``loop`` does on all bytes but
-        a few (``_near_loop_state``), when ``loop``'s mask is a frontier walk (``_frontier``); else
-        None. Kept per state. A token whose first byte leads both states to one state is allowed
-        from both or from neither, so ``g``'s mask is ``loop``'s without the tokens below those
-        children, plus walks from ``g`` below them (``_near_loop_walk``).
+        """(the trie nodes below which the tokens allowed from state ``g`` and from the loop state
+        ``loop`` part, the state of ``g``'s side above each, ``loop``) for a state that steps
+        where ``loop`` does on all bytes but a few (``_near_loop_state``, ``_near_loop_plan``),
+        when ``loop``'s mask is a frontier walk (``_frontier``); else None. Kept per state. Below
+        every other node a token is allowed from both or from neither, so ``g``'s mask is
+        ``loop``'s without the tokens below those nodes, plus walks below them
+        (``_near_loop_walk``).
         Inside a member key of an object that allows undeclared keys, the key's DFA tracks which
         declared names the text so far begins, beside their own spellings: every byte but the
         next letters of those names, a quote and a backslash leads where the plain string body
@@ -1473,11 +1530,17 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._near_misses += 1
         else:
             self._near_found = True
-            lexers = self.lexers
             nodes = trie_nodes(self.index.trie)
-            differ = lexers.row(g) != lexers.row(loop)
-            children = _root_children(nodes.skip)
-            near = (children[differ[nodes.byte[children]]], loop)
+            m = len(nodes.byte)
+            roots, root_g = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.int32)
+            stack_node, stack_state = np.empty(m + 1, dtype=np.int32), np.empty(m + 1, dtype=np.int32)
+            while True:
+                n = _near_loop_plan(self.lexers.lx, g, loop, nodes.byte, nodes.skip, nodes.down, roots, root_g,
+                                    stack_node, stack_state)
+                if n >= 0:
+                    break
+                self.lexers.serve(NEED_ROOM if n == -2 else FULL)
+            near = (roots[:n].copy(), root_g[:n].copy(), loop)
         self._near[g] = near
         return near
 
@@ -1486,9 +1549,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         """The mask of configuration ``(c, g)`` for a state ``g`` near a loop state (``_near_loop``)
         ORed into ``words``: the loop state's mask in context ``c`` (kept as the mask of
         ``(c, loop)``: the next state of a key being spelled is near the same one), less the
-        tokens below the ``children`` whose byte leads ``g`` elsewhere, plus walks from ``g``
-        below those children. Returns 0 visited nodes."""
-        children, loop = near
+        tokens below the nodes where the two part, plus walks below them from ``g``'s side.
+        Returns 0 visited nodes."""
+        roots, root_g, loop = near
         key = (c, int(self.lexers.mask_class[loop]))
         entry = self._class_masks.get(key)
         if entry is None:
@@ -1497,10 +1560,9 @@ class CFGCompiledGrammar(CompiledGrammar):
             _, count, last = buffers.done.tolist()
             entry = self._class_masks[key] = MaskEntry.of(loop_words, count, last)
         nodes = trie_nodes(self.index.trie)
-        inside = _without_subtrees(entry._raw, children, nodes.token_start, nodes.skip, self.index.trie.ids,
+        inside = _without_subtrees(entry._raw, roots, nodes.token_start, nodes.skip, self.index.trie.ids,
                                    nodes.dup_of, nodes.dup_ids)
-        self._frontier_walk(c, g, (inside, children, np.full(len(children), g, dtype=np.int32)), words, buffers,
-                            accepting)
+        self._frontier_walk(c, g, (inside, roots, root_g), words, buffers, accepting)
         return 0
 
     def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
