@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from tokenizer_index import ByteTrie
 from tokenizer_index.trie import trie_nodes
@@ -130,15 +133,25 @@ def copy_duplicate_bits(words: np.ndarray, nodes) -> tuple[int, int]:
     return int(on.sum()), int(d[-1])
 
 
+@intrinsic
+def _ctpop32(typingctx, x):  # pragma: no cover - numba
+    """The set bits of a uint32 (LLVM's ``ctpop``: the processor's popcount instruction)."""
+    sig = types.uint32(types.uint32)
+
+    def codegen(context, builder, signature, args):
+        fn = builder.module.declare_intrinsic("llvm.ctpop", [ir.IntType(32)])
+        return builder.call(fn, args)
+
+    return sig, codegen
+
+
 @numba.njit(cache=True, nogil=True)
 def _popcount(words):  # pragma: no cover - numba
+    """Set bits of uint32 ``words`` (the instruction, not bit tricks: a 128k vocabulary's row,
+    ~1.2 -> ~0.45 us; every uncached mask counts two rows)."""
     n = 0
     for k in range(words.shape[0]):
-        x = np.int64(words[k])
-        x = x - ((x >> 1) & 0x55555555)
-        x = (x & 0x33333333) + ((x >> 2) & 0x33333333)
-        x = (x + (x >> 4)) & 0x0F0F0F0F
-        n += ((x * 0x01010101) & 0xFFFFFFFF) >> 24
+        n += _ctpop32(np.uint32(words[k]))
     return n
 
 
