@@ -338,6 +338,20 @@ def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():
             assert (out == want).all(), (n, density)
 
 
+def test_popcount_counts_every_set_bit():
+    """The mask count (``walk.popcount``, the processor's instruction through LLVM's ``ctpop``)
+    equals numpy's bit count on rows of every density, as uint32 and as int32 (a torch mask's
+    view), odd lengths included."""
+    from constrain.walk import popcount
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 31, 4009):
+        for density in (0.0, 0.03, 0.5, 1.0):
+            row = np.packbits(rng.random(32 * n) < density, bitorder="little").view(np.uint32)
+            want = int(np.bitwise_count(row).sum())
+            assert popcount(row) == want == popcount(row.view(np.int32)), (n, density)
+
+
 def _same_masks_along(index, fast, slow, texts: list[str], tok) -> None:
     """Masks of two compilations of one grammar agree along each text's real tokens."""
     for text in texts:
