@@ -539,6 +539,30 @@ def test_property_order(index):
     assert not anyorder.accepts_text('{"a":1,"a":2}') and not anyorder.accepts_text('{"a":1}')
 
 
+def test_schema_order_around_a_branch_puts_the_parents_names_first_at_every_depth(index):
+    """property_order="schema" with a branch (oneOf/anyOf) beside declared properties: the
+    parent's names come first, then the branch's, also inside an object property both declare
+    (MaskBench ``o44368``: ``id`` from the parent's allOf, then the branch's ``manufacturer``;
+    its valid instances were rejected). The order names add no constraint: the oracle agrees."""
+    parent_props = {"meta": {"allOf": [{"type": "object"}, {"properties": {"id": {"type": "string"}},
+                                                              "required": ["id"]}]}}
+    schema = {"type": "object", "properties": {"kind": {"type": "string"}, **parent_props},
+              "oneOf": [{"properties": {"kind": {"const": "car"},
+                                        "meta": {"properties": {"make": {"type": "string"},
+                                                                "deep": {"properties": {"x": {"type": "integer"}}}}}},
+                         "required": ["kind"]},
+                        {"properties": {"kind": {"const": "bike"}}, "required": ["kind"]}]}
+    g = compiled(schema, index, **SPEC)
+    good = ['{"kind":"car","meta":{"id":"1","make":"T"}}', '{"kind":"car","meta":{"id":"1","make":"T","deep":{"x":1}}}',
+            '{"kind":"bike","meta":{"id":"1","make":3}}', '{"kind":"car","meta":{"id":"1"}}']
+    for text in good:
+        assert oracle(schema).is_valid(json.loads(text)) and g.accepts_text(text), text
+    assert not g.accepts_text('{"kind":"car","meta":{"make":"T","id":"1"}}')  # (schema order)
+    for text in ['{"kind":"car","meta":{"id":1}}', '{"kind":"car","meta":{"make":"T"}}',
+                 '{"kind":"car","meta":{"id":"1","deep":{"x":"y"}}}', '{"kind":"boat"}']:
+        assert not oracle(schema).is_valid(json.loads(text)) and not g.accepts_text(text), text
+
+
 def test_duplicate_keys_are_not_generated(index):
     g = compiled({"type": "object", "properties": {"a": {"type": "integer"}}}, index, **SPEC)
     assert not g.accepts_text('{"a":1,"a":2}')

@@ -1812,13 +1812,41 @@ def _int_keyword(schema: dict, key: str, default, pointer: str):
 
 
 def _parent_order(rest, branch) -> list:
-    """property_order="schema" around a branch: the parent's names, then the branch's (a schema
-    of True properties to merge first; empty when the parent names none)."""
+    """property_order="schema" around a branch: the parent's names, then the branch's, and below
+    each of the parent's properties its own names first, at every depth (a schema of properties
+    that constrain nothing, to merge first: a merge lists names in the order its parts name them;
+    empty when the parent names none). The branch is merged before the parent (the parent comes
+    last: see ``merge_schemas``), so without the nested names an object property declared by both
+    listed the branch's names first: ``{"properties": {"id"}}`` around a branch adding
+    ``"manufacturer"`` wanted ``manufacturer`` before ``id`` (MaskBench ``o44368``)."""
     if not isinstance(rest, dict) or not isinstance(rest.get("properties"), dict) or not rest["properties"]:
         return []
     names = [n for c in (rest, branch) if isinstance(c, dict) and isinstance(c.get("properties"), dict)
              for n in c["properties"]]
-    return [{"properties": {n: True for n in dict.fromkeys(names)}}]
+    order = {n: True for n in dict.fromkeys(names)}
+    for n, sub in rest["properties"].items():
+        order[n] = _names_in_order(sub) or True
+    return [{"properties": order}]
+
+
+def _names_in_order(schema, depth: int = 0) -> dict | None:
+    """``{"properties": {name: ...}}`` naming the properties of ``schema`` (and of the parts of its
+    ``allOf``, where a merge left them) and, below each, theirs, in their order (``$ref`` targets
+    are not followed, so recursion ends), or None when it names none. It constrains nothing:
+    ``properties`` entries that accept anything."""
+    if depth > 32 or not isinstance(schema, dict):
+        return None
+    parts = [schema] + [p for p in schema.get("allOf", []) if isinstance(p, dict)]
+    subs: dict = {}
+    for part in parts:
+        props = part.get("properties")
+        if isinstance(props, dict):
+            for n, sub in props.items():
+                subs.setdefault(n, []).append(sub)
+    if not subs:
+        return None
+    return {"properties": {n: _names_in_order({"allOf": [s for s in ss if isinstance(s, dict)]}, depth + 1) or True
+                           for n, ss in subs.items()}}
 
 
 def _objects_only(schema) -> bool:
