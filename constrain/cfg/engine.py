@@ -1257,6 +1257,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
         self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
         self._near: dict[int, tuple | None] = {}  # lexer state -> the loop state it is near (``_near_loop``)
+        self._near_buffers: tuple | None = None  # ``_near_loop_plan``'s roots and stack (4 x trie nodes)
         # near loops judged in vain, and whether one had a frontier: after ``NEAR_LOOP_TRIES`` in vain and
         # none found, none is looked for (on a small vocabulary no frontier pays, and each judgement
         # costs a second call of the walk)
@@ -1531,9 +1532,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         else:
             self._near_found = True
             nodes = trie_nodes(self.index.trie)
-            m = len(nodes.byte)
-            roots, root_g = np.empty(m, dtype=np.int32), np.empty(m, dtype=np.int32)
-            stack_node, stack_state = np.empty(m + 1, dtype=np.int32), np.empty(m + 1, dtype=np.int32)
+            if self._near_buffers is None:  # (reused: the walks run under the lock; results are copied out)
+                m = len(nodes.byte) + 1
+                self._near_buffers = tuple(np.empty(m, dtype=np.int32) for _ in range(4))
+            roots, root_g, stack_node, stack_state = self._near_buffers
             while True:
                 n = _near_loop_plan(self.lexers.lx, g, loop, nodes.byte, nodes.skip, nodes.down, roots, root_g,
                                     stack_node, stack_state)
