@@ -475,17 +475,35 @@ def _frontier_pair(grammar, index):
     return fast, slow
 
 
-def _count_frontier_walks(monkeypatch) -> list[int]:
-    """Counts the masks that a loop frontier gave (the path under test)."""
+def _count_calls(monkeypatch, name: str) -> list[int]:
+    """Counts the calls of ``CFGCompiledGrammar.<name>`` (the path under test)."""
     used = [0]
-    real = CFGCompiledGrammar._frontier_walk
+    real = getattr(CFGCompiledGrammar, name)
 
     def counting(self, *args):
-        real(self, *args)  # (called only with a frontier: each call gives a mask)
         used[0] += 1
+        return real(self, *args)
 
-    monkeypatch.setattr(CFGCompiledGrammar, "_frontier_walk", counting)
+    monkeypatch.setattr(CFGCompiledGrammar, name, counting)
     return used
+
+
+def _count_frontier_walks(monkeypatch) -> list[int]:
+    """Counts the masks that a loop frontier gave (each call gives one)."""
+    return _count_calls(monkeypatch, "_frontier_walk")
+
+
+def _brute_force_masks_after(compiled, index, pieces: list[bytes], prefixes: list[bytes]) -> None:
+    """After each prefix, advanced one single-byte token at a time, the mask equals brute force
+    (``compiled.step``, the Python path, over every token of the vocabulary)."""
+    for prefix in prefixes:
+        m = compiled.matcher()
+        for b in prefix:
+            m.advance(pieces.index(bytes([b])))
+        state = m._states[-1]
+        mask = _ids(_mask(m, index), index)
+        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
+        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
 
 
 @pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
@@ -522,14 +540,8 @@ def test_loop_frontiers_give_brute_force_masks_on_broken_utf8(monkeypatch):
     used = _count_frontier_walks(monkeypatch)
     compiled = constrain.compile(Grammar.from_json_schema(_FRONTIER_SCHEMA), index, cache=False)
     compiled.use_every_frontier()  # (a vocabulary this small saves few nodes)
-    for prefix in ['{"free":"', '{"free":"é日', '{"long":"ab', '{"latin":"é', '{"tags":["x', '{"free":"\\n']:
-        m = compiled.matcher()
-        for b in prefix.encode():
-            m.advance(pieces.index(bytes([b])))
-        state = m._states[-1]
-        mask = _ids(_mask(m, index), index)
-        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
-        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
+    prefixes = ['{"free":"', '{"free":"é日', '{"long":"ab', '{"latin":"é', '{"tags":["x', '{"free":"\\n']
+    _brute_force_masks_after(compiled, index, pieces, [p.encode() for p in prefixes])
     assert used[0] >= 4, "the loop frontier path was not taken"
     frontiers = trie_nodes(index.trie).__dict__["_loop_frontiers"].values()
     assert any((prefix != 0).any() for _, _, prefix, _ in frontiers), "no frontier root below a begun character"
@@ -564,19 +576,6 @@ def test_kept_loop_frontiers_are_bounded_and_recomputed_alike(monkeypatch):
         again = frontier(loop_bytes)
         assert len(nodes.__dict__["_loop_frontiers"]) <= 2
     assert (again[0] == first[0]).all() and (again[1] == first[1]).all()
-
-
-def _count_calls(monkeypatch, name: str) -> list[int]:
-    """Counts the calls of ``CFGCompiledGrammar.<name>`` (the path under test)."""
-    used = [0]
-    real = getattr(CFGCompiledGrammar, name)
-
-    def counting(self, *args):
-        used[0] += 1
-        return real(self, *args)
-
-    monkeypatch.setattr(CFGCompiledGrammar, name, counting)
-    return used
 
 
 _KEYS_SCHEMA = {"type": "object", "properties": {
@@ -619,19 +618,13 @@ def test_near_loop_masks_equal_brute_force_on_a_small_vocabulary(monkeypatch):
     used = _count_calls(monkeypatch, "_near_loop_walk")
     compiled = constrain.compile(Grammar.from_json_schema(_KEYS_SCHEMA, property_order="any", strict=False), index, cache=False)
     compiled.use_every_frontier()
-    for prefix in ['{"', '{"a', '{"al', '{"alph', '{"alpha', '{"alphab', '{"b', '{"bet', '{"x', '{"\\u0061',
-                   '{"alpha":1,"', '{"alpha":1,"b', '{"\xc3', '{"m', '{"month_of_yea']:
-        m = compiled.matcher()
-        for b in prefix.encode("latin-1") if "\xc3" in prefix else prefix.encode():
-            m.advance(pieces.index(bytes([b])))
-        state = m._states[-1]
-        mask = _ids(_mask(m, index), index)
-        expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
-        assert mask == expected, (prefix, sorted(index.token_bytes(t) for t in mask ^ expected)[:5])
+    prefixes = ['{"', '{"a', '{"al', '{"alph', '{"alpha', '{"alphab', '{"b', '{"bet', '{"x', '{"\\u0061',
+                '{"alpha":1,"', '{"alpha":1,"b', '{"m', '{"month_of_yea']
+    _brute_force_masks_after(compiled, index, pieces, [p.encode() for p in prefixes] + [b'{"\xc3'])
     assert used[0] >= 8, "the near-loop path was not taken"
 
 
-def test_a_loop_state_beside_other_configurations_keeps_their_tokens():
+def test_a_loop_state_beside_other_configurations_keeps_their_tokens(monkeypatch):
     """A configuration set whose one configuration is a loop state with a frontier and whose
     others take the split walk: the frontier's tokens are added to theirs (they used to replace
     them), and EOS stays allowed where another configuration accepts. After ``a"`` below, one
@@ -654,18 +647,8 @@ def test_a_loop_state_beside_other_configurations_keeps_their_tokens():
             loop_classes.add(int(lexers.mask_class[g]))
     assert len(loop_classes) == 1 and len(compiled._configs[state]) >= 2
     compiled._dense |= loop_classes  # (... but the string's, which takes the combined walk: its frontier)
-    used = [0]
-    real = CFGCompiledGrammar._frontier_walk
-
-    def counting(self, *args):
-        real(self, *args)
-        used[0] += 1
-
-    CFGCompiledGrammar._frontier_walk = counting
-    try:
-        mask = _ids(_mask(m, index), index)
-    finally:
-        CFGCompiledGrammar._frontier_walk = real
+    used = _count_frontier_walks(monkeypatch)
+    mask = _ids(_mask(m, index), index)
     expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
     assert used[0] == 1
     assert index.eos_token_ids[0] in expected and pieces.index(b"19") in expected

@@ -563,6 +563,17 @@ def test_schema_order_around_a_branch_puts_the_parents_names_first_at_every_dept
         assert not oracle(schema).is_valid(json.loads(text)) and not g.accepts_text(text), text
 
 
+def test_a_malformed_allof_inside_merged_parts_is_a_schema_error():
+    """An ``allOf`` that is not a non-empty array, met while merging parts (here a property of the
+    parent around a branch, which the order skeleton merges), is a ``SchemaError`` naming its
+    pointer, not a ``TypeError`` from inside the merge."""
+    bad = [{"properties": {"a": {"allOf": 5, "properties": {"x": {}}}}, "oneOf": [{"properties": {"b": {}}}]},
+           {"allOf": [{"allOf": "x"}, {"type": "object"}]}, {"allOf": [{"allOf": []}, {"type": "object"}]}]
+    for schema in bad:
+        with pytest.raises(SchemaError, match="allOf must be a non-empty array"):
+            Grammar.from_json_schema(schema)
+
+
 def test_duplicate_keys_are_not_generated(index):
     g = compiled({"type": "object", "properties": {"a": {"type": "integer"}}}, index, **SPEC)
     assert not g.accepts_text('{"a":1,"a":2}')

@@ -48,7 +48,7 @@ MAX_BOUNDARY_ROOTS = 4096  # more boundary crossings than this (and 1/8 of the e
 SHARED_WALK_CONFIGS = 2  # ... when it carried at most this many configurations (more: identifier-dense, stays combined)
 LOOP_STATE = 3  # ``_combined_mask`` status: the one configuration's state may have a loop frontier
 NEAR_LOOP = 6  # ``_combined_mask`` status: ... or step where a loop state does on most bytes (``_near_loop``)
-NEAR_LOOP_OTHER_BYTES = 32  # ... on all bytes but at most this many (each is a walk from a child of the trie root)
+NEAR_LOOP_OTHER_BYTES = 32  # ... on all bytes but at most this many (``_near_loop_state``, ``_near_loop_plan``)
 NEAR_LOOP_TRIES = 4  # a grammar stops looking for near loops after this many found none whose loop had a frontier
 RETRY = 4  # ``_combined_mask`` status: serve ``need``, then call again with the same arguments
 FRONTIER_MIN_SAVED = 2048  # a loop frontier that saves a walk fewer trie nodes than this is not used,
@@ -1096,7 +1096,6 @@ def _near_loop_plan(lx, g, loop, byte, skip, down, roots, root_g, stack_node, st
     expanded = lx[LX_EXPANDED]
     acc_ptr = lx[LX_ACC_PTR]
     n_roots = 0
-    top = 0
     stack_node[0] = -1  # (the trie root: its children are 0.., the last one's subtree ends the trie)
     stack_state[0] = g
     top = 1

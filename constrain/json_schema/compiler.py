@@ -1836,7 +1836,8 @@ def _names_in_order(schema, depth: int = 0) -> dict | None:
     ``properties`` entries that accept anything."""
     if depth > 32 or not isinstance(schema, dict):
         return None
-    parts = [schema] + [p for p in schema.get("allOf", []) if isinstance(p, dict)]
+    more = schema.get("allOf")  # (not checked yet: a malformed one names nothing here)
+    parts = [schema] + ([p for p in more if isinstance(p, dict)] if isinstance(more, list) else [])
     subs: dict = {}
     for part in parts:
         props = part.get("properties")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from constrain.json_schema.errors import SchemaError
+
 
 _ANNOTATIONS = {"__no_eval", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
                 "$schema", "$id", "id", "$anchor", "$defs", "definitions", "$dynamicAnchor"}
@@ -34,6 +36,8 @@ def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True
         if s is True or s == {}:
             continue
         if isinstance(s, dict) and "allOf" in s:
+            if not isinstance(s["allOf"], list) or not s["allOf"]:
+                raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
             parts.extend(builder.refs.deref(x, pointer) for x in s["allOf"])
             s = {k: v for k, v in s.items() if k != "allOf"}
         if isinstance(s, dict) and "$ref" in s:
