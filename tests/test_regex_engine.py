@@ -150,3 +150,50 @@ def _tiny_index():
     from tokenizer_index import TokenizerIndex
 
     return TokenizerIndex.from_token_bytes([None, b"a", b"b"], eos_token_ids=[0])
+
+
+@pytest.mark.parametrize("pattern", [
+    "[a-c]{3,20}", "(?:ab|c){0,40}", "[0-9a-f]{1,24}x", "x(?:[a-z]|é){17,30}y", "(?:a|ab){2,30}",
+    "(?:[0-9a-zA-Z_-]|\\\\u00[0-9a-f]{2}){1,255}", "\"(?:[^\"\\\\]|\\\\[\"\\\\nt]){0,64}\"", "(?:abc){20}",
+    "[ab]{5,17}(?:[ab]{0,20})", "(?:\\d{2}){9,18}",
+])
+def test_counted_repetitions_built_as_chains_match_the_nfa_path(pattern):
+    """``X{lo,hi}`` with hi above ``COUNTED_MIN_HI`` and a prefix-free X is laid out as a chain of
+    X's DFA (``_counted_repetition``, also as a piece of a ``cat``): the language equals the NFA
+    path's (both differences empty) and Python's ``re`` on strings of every length near the
+    bounds; a body that is not prefix-free (``(?:a|ab)``) takes the NFA path."""
+    import random
+
+    from constrain.regex import automaton, boolean
+
+    node = parse_regex(pattern)
+    automaton.clear_memo()
+    fast = build_dfa(node, source=pattern)
+    slow = automaton._via_nfa(node, pattern)
+    assert boolean._product(fast, slow, difference=True) is None
+    assert boolean._product(slow, fast, difference=True) is None
+    rx = re.compile(pattern)
+    rng = random.Random(pattern)
+    alphabet = "abcxyé0123456789_-\\\"nt"
+    for n in list(range(0, 40)) + [60, 254, 255, 256, 300]:
+        for _ in range(3):
+            text = "".join(rng.choice(alphabet) for _ in range(n))
+            assert fast.accepts(text.encode()) == (rx.fullmatch(text) is not None), (pattern, text)
+    for text in ["ab" * 5, "abc" * 20, "x" + "a" * 17 + "y", "a" * 3, "0" * 18, "ab" * 15, "a" * 255]:
+        assert fast.accepts(text.encode()) == (rx.fullmatch(text) is not None), (pattern, text)
+
+
+def test_counted_repetitions_take_the_chain():
+    """The chain is what builds a long counted repetition (no NFA of its copies)."""
+    from constrain.regex import automaton
+
+    automaton.clear_memo()
+    calls = []
+    real = automaton._via_nfa
+    try:
+        automaton._via_nfa = lambda node, source: calls.append(node) or real(node, source)
+        dfa = build_dfa(parse_regex("k(?:[0-9a-zA-Z_-]|\\\\u00[0-9a-f]{2}){1,255}!"))
+    finally:
+        automaton._via_nfa = real
+    assert dfa.accepts(b"k" + b"a" * 255 + b"!") and not dfa.accepts(b"k" + b"a" * 256 + b"!")
+    assert not any(", 1, 255)" in repr(n) for n in calls), "an NFA held the 255 copies"
