@@ -150,3 +150,25 @@ def test_warmup_builds_every_format_automaton():
     cold = subprocess.run([sys.executable, "-c", probe, "cold"], capture_output=True, text=True, check=True).stdout.split()
     assert warm[0] == warm[1] and int(warm[1]) >= 10
     assert cold[0] == "0"
+
+
+def test_a_long_strings_chunk_is_built_once_per_process():
+    """A long string's 256-character chunk and a whole chunk's remainder hold no bound of the schema:
+    kept for the process (``strings.chars(..., fixed=True)``), so clearing the memo (every cold
+    compile of the benchmarks, or the memo's own evictions) neither builds them again nor adds
+    a static entry per compile (the store grew by two a compile)."""
+    from constrain.json_schema.compiler import LENGTH_CHUNK
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 1000},
+                                               "b": {"type": "string", "minLength": 3, "maxLength": 300}}}
+    Grammar.from_json_schema(schema)
+    chunk = strings.chars(LENGTH_CHUNK, LENGTH_CHUNK, fixed=True)
+    rest = strings.chars(0, LENGTH_CHUNK - 1, closing=True, fixed=True)
+    sizes = []
+    for _ in range(3):
+        automaton.clear_memo()
+        Grammar.from_json_schema(schema)
+        assert strings.chars(LENGTH_CHUNK, LENGTH_CHUNK) is chunk
+        assert strings.chars(0, LENGTH_CHUNK - 1, closing=True) is rest
+        sizes.append(len(automaton._STATIC))
+    assert sizes[0] == sizes[-1], sizes

@@ -751,7 +751,7 @@ class _Builder:
             return self._memo[key]
         k = LENGTH_CHUNK
         last = max_len // k if max_len is not None else -(-min_len // k)
-        chunk = js.chars(k, k)
+        chunk = js.chars(k, k, fixed=True)
         self._fixed.add(chunk)  # (no bound of the schema in it: built once per process, ``seq``)
         nxt = None
         for j in range(last, -1, -1):
@@ -761,8 +761,9 @@ class _Builder:
                 alts = [[chunk, nxt]] if j < last else []
                 a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
                 if a <= b:
-                    rest = js.chars(a, b, closing=True)
-                    if (a, b) == (0, k - 1):  # (every whole chunk's remainder but the last ones': fixed too)
+                    whole = (a, b) == (0, k - 1)  # (every whole chunk's remainder but the last ones': fixed too)
+                    rest = js.chars(a, b, closing=True, fixed=whole)
+                    if whole:
                         self._fixed.add(rest)
                     alts.append([rest])
             nxt = self.rule(f"chars{j * k}+", alts)

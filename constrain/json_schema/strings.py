@@ -204,20 +204,30 @@ def string_of_length(min_len: int = 0, max_len: int | None = None):
 _BODIES: "OrderedDict[tuple[int, int | None, bool, bool], tuple]" = OrderedDict()
 _BODIES_KEPT = 64
 _bodies_lock = threading.Lock()
+_FIXED_BODIES: dict[tuple[int, int | None, bool, bool], tuple] = {}  # ``chars(..., fixed=True)``: never cleared
 automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
-def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False):
+def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False, fixed: bool = False):
     """The spelled body of min_len..max_len decoded characters, with the opening and/or closing
     quote when asked; one AST per arguments (so that equal bounds give one lexer terminal). A
     counted body is one DFA leaf with its quotes built in (``repeat_dfa``): gluing them on
-    afterwards re-minimised the whole chain."""
+    afterwards re-minimised the whole chain. ``fixed``: a body no schema bound is in (a long
+    string's chunk and a whole chunk's remainder), kept for the process like the other static
+    pieces: clearing the memo (``automaton.clear_memo``) or evicting it made a new leaf, built
+    again, and each new leaf was one more entry in the static store."""
     global _CHAR_DFA
     key = (min_len, max_len, opening, closing)
     with _bodies_lock:
+        hit = _FIXED_BODIES.get(key)
+        if hit is not None:
+            return hit
         hit = _BODIES.get(key)
         if hit is not None:
-            _BODIES.move_to_end(key)
+            if fixed:  # (the same leaf from now on: grammars holding it keep one terminal)
+                _FIXED_BODIES[key] = hit
+            else:
+                _BODIES.move_to_end(key)
             return hit
     if max_len is None or max_len <= 16:
         body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
@@ -230,6 +240,8 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
         body = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len, before=quote if opening else None,
                                   after=quote if closing else None))
     with _bodies_lock:
+        if fixed:
+            return _FIXED_BODIES.setdefault(key, body)
         body = _BODIES.setdefault(key, body)
         if len(_BODIES) > _BODIES_KEPT:
             _BODIES.popitem(last=False)
