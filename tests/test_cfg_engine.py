@@ -488,11 +488,6 @@ def _count_calls(monkeypatch, name: str) -> list[int]:
     return used
 
 
-def _count_frontier_walks(monkeypatch) -> list[int]:
-    """Counts the masks that a loop frontier gave (each call gives one)."""
-    return _count_calls(monkeypatch, "_frontier_walk")
-
-
 def _brute_force_masks_after(compiled, index, pieces: list[bytes], prefixes: list[bytes]) -> None:
     """After each prefix, advanced one single-byte token at a time, the mask equals brute force
     (``compiled.step``, the Python path, over every token of the vocabulary)."""
@@ -514,7 +509,7 @@ def test_loop_frontiers_change_no_mask(real_vocab, vocab, monkeypatch):
     equal those of the full walk along JSON documents with non-ASCII text, escapes and string items,
     and along llama.cpp's json.gbnf; the frontier path is taken."""
     tok, index = real_vocab(vocab)
-    used = _count_frontier_walks(monkeypatch)
+    used = _count_calls(monkeypatch, "_frontier_walk")
     mixed = 'Grüße, naïve café — 日本語のテキスト, emoji 😀🎉, Ελληνικά \\ \\n \\" q'
     docs = [{"free": mixed, "long": (mixed * 5)[:290], "latin": "été é", "tags": ["a", mixed, ""]},
             {"free": "", "long": "abc", "tags": ["x" * 40, 'say "hi"']}]
@@ -537,7 +532,7 @@ def test_loop_frontiers_give_brute_force_masks_on_broken_utf8(monkeypatch):
     pieces = sorted({bytes([b]) for b in range(256)} | {w.encode("latin-1") for w in odd}
                     | {w.encode() for w in words})
     index = _tiny_index(pieces)
-    used = _count_frontier_walks(monkeypatch)
+    used = _count_calls(monkeypatch, "_frontier_walk")
     compiled = constrain.compile(Grammar.from_json_schema(_FRONTIER_SCHEMA), index, cache=False)
     compiled.use_every_frontier()  # (a vocabulary this small saves few nodes)
     prefixes = ['{"free":"', '{"free":"é日', '{"long":"ab', '{"latin":"é', '{"tags":["x', '{"free":"\\n']
@@ -647,7 +642,7 @@ def test_a_loop_state_beside_other_configurations_keeps_their_tokens(monkeypatch
             loop_classes.add(int(lexers.mask_class[g]))
     assert len(loop_classes) == 1 and len(compiled._configs[state]) >= 2
     compiled._dense |= loop_classes  # (... but the string's, which takes the combined walk: its frontier)
-    used = _count_frontier_walks(monkeypatch)
+    used = _count_calls(monkeypatch, "_frontier_walk")
     mask = _ids(_mask(m, index), index)
     expected = {t for t in range(index.vocab_size) if compiled.step(state, t) != -1}
     assert used[0] == 1

@@ -1078,6 +1078,17 @@ def _dead_bytes(trans, g):  # pragma: no cover - numba
     return out
 
 
+@no_refcounts(inline="always")
+def _steps_alike(trans, g, loop):  # pragma: no cover - numba
+    """Whether expanded states ``g`` and ``loop`` step to different states on at most
+    ``NEAR_LOOP_OTHER_BYTES`` bytes (``g`` is near ``loop``)."""
+    other = 0
+    for b in range(256):
+        if trans[g, b] != trans[loop, b]:
+            other += 1
+    return other <= NEAR_LOOP_OTHER_BYTES
+
+
 @no_refcounts()
 def _near_loop_plan(lx, g, loop, byte, skip, down, roots, root_g, stack_node, stack_state):  # pragma: no cover
     """Where the tokens allowed from state ``g`` differ from those allowed from the loop state
@@ -1123,11 +1134,7 @@ def _near_loop_plan(lx, g, loop, byte, skip, down, roots, root_g, stack_node, st
                         status = ensure_expanded(lx, y2)
                         if status != READY:
                             return -2 if status == NEED_ROOM else -3
-                    other = 0
-                    for c in range(256):
-                        if trans[y2, c] != trans[loop, c]:
-                            other += 1
-                    descend = other <= NEAR_LOOP_OTHER_BYTES
+                    descend = _steps_alike(trans, y2, loop)
                 if descend:
                     stack_node[top] = k
                     stack_state[top] = y2
@@ -1189,11 +1196,7 @@ def _near_loop_state(lx, g):  # pragma: no cover - numba
     if not (loops[cand, 2] == ANY_DEPTH and (loops[cand, 0] | loops[cand, 1]) != 0
             and acc_ptr[cand + 1] == acc_ptr[cand]):
         return -1
-    other = 0
-    for b in range(256):
-        if trans[g, b] != trans[cand, b]:
-            other += 1
-    return cand if other <= NEAR_LOOP_OTHER_BYTES else -1
+    return cand if _steps_alike(trans, g, cand) else -1
 
 
 class _WalkBuffers:

@@ -47,16 +47,13 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
     step = np.where(to_next, -2, local).astype(np.int32)
     # the quotes' bytes get classes of their own on the body's k rows (a column copy and a renumbering
     # commute with laying copies end to end), then the whole chain is written once (``_chain``)
-    after_col = before_col = -1
     if after is not None:
         assert table[0, classes[after]] < 0, "the byte after the repetition cannot continue it"
         step, classes = _with_byte_class(step, classes, after)
     if before is not None:
         step, classes = _with_byte_class(step, classes, before)
-    if after is not None:
-        after_col = int(classes[after])
-    if before is not None:
-        before_col = int(classes[before])
+    after_col = int(classes[after]) if after is not None else -1  # (read after both splits renumbered)
+    before_col = int(classes[before]) if before is not None else -1
     out, accepting = _chain(np.ascontiguousarray(step), hi, lo, before_col, after_col)
     dfa = DFA(accepting=accepting, table=out, classes=classes, horizon=out.shape[0] - 1)
     rest = getattr(body, "_finish_lengths", None)  # per inner state: the fewest bytes that finish its copy
