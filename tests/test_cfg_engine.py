@@ -250,10 +250,18 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
         else:
             compiled = CFGCompiledGrammar(_source(key)[1], index, description=key)
         compiled.shared_walk_nodes = nodes
-        compiled.nested_min_nodes = nested_min
+        compiled.nested_min_nodes = compiled.nested_beside_min_nodes = nested_min
         return compiled
 
     combined, split, nested, switching = build(10**12), build(-1), build(-1, 0), build(0, 0)
+    rest_walks = []  # roots of other configurations walked beside a nested group (``_big_group_first``)
+    roots_into = CFGCompiledGrammar._roots_into
+
+    def counted(self, *args):
+        if sys._getframe(1).f_code.co_name == "_boundary_into":
+            rest_walks.append(len(args[1]))
+        return roots_into(self, *args)
+    monkeypatch.setattr(CFGCompiledGrammar, "_roots_into", counted)
     if key == "schema":
         texts = _BOUNDED_TEXTS
     else:
@@ -276,6 +284,8 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
                 m.advance(t)
     assert switching._shared, "no class switched to the split walk: the test no longer covers it"
     assert any(isinstance(k, tuple) for k in nested._lexer_parts), "no boundary was split again"
+    if key in ("bundled:sql_select.lark", "arithmetic.gbnf"):  # (a space or a name after `=`, `(`, `AND` ...)
+        assert rest_walks, "no nested group had roots of other configurations beside it"
 
 
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark", "json.gbnf"])

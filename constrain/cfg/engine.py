@@ -58,6 +58,8 @@ DENSE_BOUNDARY = -1  # ``_boundary_plan``: more roots than the limit (the config
 PAUSED = -2  # ``_boundary_plan``: Python must serve ``need`` first
 NESTED = 5  # ``_boundary_walk`` status: the roots' subtrees are big; split them again (``_nested_part``)
 NESTED_MIN_NODES = 2048  # ... more than this many trie nodes in all, below one configuration
+NESTED_BESIDE_MIN_NODES = 32768  # ... or, beside roots of other configurations, more than this many
+# (the split costs a second walk call and its lexer part; below ~30k nodes the parser walked them in ~100 us)
 _NO_EVENTS = ()  # ``_lexer_part``: a class with no event node (no token crosses a boundary from it)
 _WHOLE_TRIE = np.empty(0, dtype=np.int32)  # ``_walk_lexer``'s roots: none given, the whole trie
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
@@ -758,16 +760,73 @@ def _boundary_plan(a, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root
 
 
 @numba.njit(cache=True, nogil=True)
+def _big_group_first(roots, root_c, root_g, n, below, nested_min, beside_min, plan):  # pragma: no cover - numba
+    """Whether the roots read from one configuration hold more than ``nested_min`` trie nodes below
+    them, or ``beside_min`` when roots of other configurations are beside them (the biggest such
+    group): then its roots are moved to the front, in order, ``plan[1]`` is their count and
+    ``plan[2]`` the nodes below them. ``_boundary_plan`` lists each configuration's roots in runs,
+    so the groups are found from the runs' starts. A whitespace state's group is every `` word``
+    token, beside a few roots of other configurations (``a =`` then ``b`` or ``(``)."""
+    best, best_size = -1, nested_min
+    for k in range(n):
+        if k > 0 and root_c[k] == root_c[k - 1] and root_g[k] == root_g[k - 1]:
+            continue  # (inside a run)
+        seen = False
+        for j in range(k):
+            if root_c[j] == root_c[k] and root_g[j] == root_g[k]:
+                seen = True
+                break
+        if seen:
+            continue
+        size = 0
+        for j in range(k, n):
+            if root_c[j] == root_c[k] and root_g[j] == root_g[k]:
+                size += below[roots[j]]
+        if size > best_size:
+            best, best_size = k, size
+    if best < 0:
+        return False
+    c, g = root_c[best], root_g[best]
+    if best_size <= beside_min:
+        for j in range(n):
+            if root_c[j] != c or root_g[j] != g:
+                return False
+    rest_roots = np.empty(n, dtype=np.int32)
+    m, r = 0, 0
+    for j in range(n):
+        if root_c[j] == c and root_g[j] == g:
+            roots[m] = roots[j]
+            m += 1
+        else:
+            rest_roots[r] = roots[j]
+            root_c[r] = root_c[j]  # (r < j: read before written)
+            root_g[r] = root_g[j]
+            r += 1
+    for j in range(r):  # the rest after the group, configurations with them
+        roots[m + j] = rest_roots[j]
+    for j in range(r - 1, -1, -1):
+        root_c[m + j] = root_c[j]
+        root_g[m + j] = root_g[j]
+    for j in range(m):
+        root_c[j] = c
+        root_g[j] = g
+    plan[1] = m
+    plan[2] = best_size
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
 def _boundary_walk(a, words, inside, c, terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g, plan,
-                   nested_min):  # pragma: no cover
+                   nested_min, beside_min, max_nodes):  # pragma: no cover
     """The tokens of configuration ``(c, state of the class)`` in one call: the class's ``inside``
     tokens (its lexer part) ORed into token-id ``words``, then the boundary crossings:
     ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
-    below the roots into ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the roots' subtrees
-    hold more than ``nested_min`` nodes (-1: no limit; the caller splits them again,
-    ``_nested_part``); or the walk's status (1: serve ``a.need`` and call again with the same
-    arrays; the plan is kept). Nothing but ``inside`` is written before the walk (a dense or
-    nested boundary has written no crossing)."""
+    below the roots into ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the subtrees of the
+    roots of one configuration hold more than ``nested_min`` nodes (``beside_min`` with roots of
+    others beside them; -1: never; the caller splits them again, ``_nested_part``); ``DENSE_BOUNDARY`` too when they hold more than ``max_nodes`` nodes (-1: no
+    limit); or the walk's status (1: serve ``a.need`` and call again with the same arrays; the plan
+    is kept). Nothing but ``inside`` is written before the walk (a dense or nested boundary has
+    written no crossing)."""
     start = False
     if plan[0] < 0:
         if plan[0] == -1:  # (-2: ``inside`` is in already, a paused plan is being resumed)
@@ -779,17 +838,16 @@ def _boundary_walk(a, words, inside, c, terms, term_ptr, group_byte, kid_ptr, ki
             return 1
         if n == DENSE_BOUNDARY:
             return DENSE_BOUNDARY
-        plan[0] = n
-        if nested_min >= 0 and n > 0:  # (one configuration below every root: the case that recurs)
-            below = a.below
+        if max_nodes >= 0:
             size = 0
             for k in range(n):
-                if root_c[k] != root_c[0] or root_g[k] != root_g[0]:
-                    size = -1
-                    break
-                size += below[roots[k]]
-            if size > nested_min:
-                return NESTED
+                size += a.below[roots[k]]
+            if size > max_nodes:
+                return DENSE_BOUNDARY
+        plan[0] = n
+        if nested_min >= 0 and n > 0 and _big_group_first(roots, root_c, root_g, n, a.below, nested_min, beside_min,
+                                                          plan):
+            return NESTED
         start = True
     n = plan[0]
     return _roots_walk(a, words, roots[:n], root_c[:n], root_g[:n], start)
@@ -1253,7 +1311,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         # boundary roots whose subtrees hold more trie nodes than this are split again (``_nested_part``);
         # negative: never
         self.nested_min_nodes = NESTED_MIN_NODES
-        self._plan = np.full(1, -1, dtype=np.int64)  # ``_boundary_walk``'s plan (the walks run under the lock)
+        self.nested_beside_min_nodes = NESTED_BESIDE_MIN_NODES
+        self._plan = np.full(3, -1, dtype=np.int64)  # ``_boundary_walk``'s plan (the walks run under the lock)
+        self._nests_seen: set = set()  # (lexer class, roots) of groups seen once (``_nest_again``) ...
+        self._nests_failed: set = set()  # ... and of those whose split did not pay
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
@@ -1570,53 +1631,85 @@ class CFGCompiledGrammar(CompiledGrammar):
         return 0
 
     def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
-                       nested: bool = True) -> bool:
+                       nested: bool = True, max_nodes: int = -1) -> bool:
         """OR into token-id ``words`` the tokens of configuration ``(c, state of the class whose
         lexer part is`` ``inside, boundary``): its inside tokens and those that cross a boundary,
         planned and walked in one numba call (``_boundary_walk``). False when there are too many
-        crossings (then only ``inside`` was written: the combined walk takes the configuration).
-        Roots whose subtrees are big, all read from one configuration, are split again once
-        (``_nested_part``; ``nested``: whether they may be). Nothing caches the result per context:
-        a (context, class) pair recurred in 2-3 of 20-80 such masks of a pass."""
+        crossings, or more than ``max_nodes`` trie nodes below them (-1: no limit); then only
+        ``inside`` was written: the combined walk takes the configuration. The roots read from one
+        configuration, when their subtrees are big, are split again once (``_nested_part``;
+        ``nested``: whether they may be; ``_nest_again``), the other roots walked as they are.
+        Nothing caches the result per context: a (context, class) pair recurred in 2-3 of 20-80
+        such masks of a pass."""
         terms, term_ptr, group_byte, kid_ptr, kids, roots, root_c, root_g = boundary
         plan = self._plan
         plan[0] = -1
         nested_min = self.nested_min_nodes if nested else -1
         while True:
             status = _boundary_walk(self._walk_args(), words, inside, c, terms, term_ptr, group_byte, kid_ptr, kids,
-                                    roots, root_c, root_g, plan, nested_min)
+                                    roots, root_c, root_g, plan, nested_min, self.nested_beside_min_nodes, max_nodes)
             if status == 0:
                 return True
             if status == DENSE_BOUNDARY:
                 return False
-            if status == NESTED:
-                self._nested_part(roots[:int(plan[0])].copy(), int(root_c[0]), int(root_g[0]), words)
+            if status == NESTED:  # (the group first, ``_big_group_first``)
+                n, m, size = plan.tolist()
+                group, c2, g2 = roots[:m].copy(), int(root_c[0]), int(root_g[0])
+                if n == m:  # (alone)
+                    self._nested_part(group, c2, g2, words)
+                    return True
+                key = (int(self.lexers.mask_class[g2]), group.tobytes())
+                if not self._nest_again(key):
+                    self._roots_into(words, roots[:n], root_c[:n], root_g[:n])
+                    return True
+                rest = roots[m:n].copy(), root_c[m:n].copy(), root_g[m:n].copy()  # (the nested walk reuses the plan)
+                if not self._nested_part(group, c2, g2, words, max_nodes=size // 2):
+                    self._nests_failed.add(key)
+                self._roots_into(words, *rest)
                 return True
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(self._buffers.need)
 
-    def _nested_part(self, roots: np.ndarray, c2: int, g2: int, words: np.ndarray) -> None:
+    def _nest_again(self, key: tuple) -> bool:
+        """Whether a big group of roots beside roots of other configurations (``key``: the lexer
+        class they are read from, the roots) is to be split again (``_nested_part``): never after a
+        split of it did not pay, else when its lexer part is kept or at its second sight. (A group
+        alone always is.) A lexer part costs ~300-400 us on Llama 3: sql_select's groups recur (a
+        name after `` =``, `` AND``, ``,``), python_expr's mostly did not (1.3x at first sight)."""
+        if key in self._nests_failed:
+            return False
+        if key in self._lexer_parts or key in self._nests_seen:
+            return True
+        self._nests_seen.add(key)
+        return False
+
+    def _nested_part(self, roots: np.ndarray, c2: int, g2: int, words: np.ndarray, max_nodes: int = -1) -> bool:
         """OR into ``words`` the crossing tokens below big boundary ``roots``, each read from
         configuration ``(c2, g2)``, split as a configuration's mask is: the tokens that stay inside
         the lexer from ``g2`` (walked once per lexer class and root set, shared by every context:
         ``_lexer_part``) plus the crossings below its own events, from ``c2`` (``_boundary_into``,
         not split again). A whitespace state's roots are every `` word`` token of the vocabulary:
         walked with the parser in every new context, they cost ~400 us a mask on Llama 3
-        (arithmetic.gbnf after ``(`` or ``=``); what a context adds below them is a few crossings."""
+        (arithmetic.gbnf after ``(`` or ``=``); what a context adds below them is a few crossings.
+        Returns whether the split paid: False when the crossings hold more than ``max_nodes`` trie
+        nodes (-1: no limit; half the roots' nodes for a group beside others: python_expr after
+        `` and``, ~600 us for them, ~400 us to walk the roots), and then the parser walked the
+        roots."""
         inside, boundary = self._lexer_part(g2, roots)
         if boundary is _NO_EVENTS:
             words |= inside
-            return
-        if boundary is None or not self._boundary_into(c2, inside, boundary, words, nested=False):
+            return True
+        if boundary is None or not self._boundary_into(c2, inside, boundary, words, nested=False, max_nodes=max_nodes):
             # (crossings everywhere below: the parser walks the roots)
             n = len(roots)
-            words |= self._roots_mask(roots, np.full(n, c2, dtype=np.int32), np.full(n, g2, dtype=np.int32))
+            self._roots_into(words, roots, np.full(n, c2, dtype=np.int32), np.full(n, g2, dtype=np.int32))
+            return False
+        return True
 
-    def _roots_mask(self, roots: np.ndarray, root_c: np.ndarray, root_g: np.ndarray) -> np.ndarray:
-        """Token-id words of the tokens below ``roots``, each walked with the parser from its one
-        configuration (``_roots_walk``)."""
-        words = np.zeros(self._n_words, dtype=np.uint32)
+    def _roots_into(self, words: np.ndarray, roots: np.ndarray, root_c: np.ndarray, root_g: np.ndarray) -> np.ndarray:
+        """OR into token-id ``words`` (returned) the tokens below ``roots``, each walked with the
+        parser from its one configuration (``_roots_walk``)."""
         start = True
         while True:
             status = _roots_walk(self._walk_args(), words, roots, root_c, root_g, start)
