@@ -172,3 +172,43 @@ def test_a_long_strings_chunk_is_built_once_per_process():
         assert strings.chars(0, LENGTH_CHUNK - 1, closing=True) is rest
         sizes.append(len(automaton._STATIC))
     assert sizes[0] == sizes[-1], sizes
+
+
+def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, monkeypatch):
+    """A long string's chunk and remainder automata (~5k states) live for the process, so the lexer
+    keeps their rows in the process's static table (``lexer._static_rows``), read through a
+    negative template row, instead of copying ~860 KB into every grammar's own table. A second
+    cold compile stores nothing more, and the masks along a long string (ASCII, escapes,
+    multibyte characters, past the chunk) equal those of a compile whose lexer copies the rows."""
+    import constrain
+    import torch
+    from constrain.cfg import lexer
+
+    tok, index = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 700}}, "required": ["a"]}
+    text = json.dumps({"a": ("Zürich \\ \"quoted\" line\n " * 20)[:600]}, ensure_ascii=False, separators=(",", ":"))
+    ids = tok.encode(text, add_special_tokens=False)
+
+    def masks():
+        automaton.clear_memo()
+        compiled = constrain.compile(Grammar.from_json_schema(schema), index, cache=False)
+        m, out = compiled.matcher(), []
+        for t in ids:
+            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
+            m.fill_bitmask(bm)
+            out.append(bm)
+            m.advance(t)
+        assert m.is_accepting()
+        lexers = (compiled._g if hasattr(compiled, "_g") else compiled).lexers
+        return out, lexers
+
+    first, lexers = masks()
+    assert (lexers._tpl["row"][: lexers._tpl_n] < 0).any(), "no template read the static table"
+    size = lexer._STATIC_FLAT[0].shape[0]
+    again, _ = masks()
+    assert lexer._STATIC_FLAT[0].shape[0] == size
+    monkeypatch.setattr(lexer, "STATIC_TEMPLATE_CELLS", 1 << 62)
+    copied, lexers = masks()
+    assert not (lexers._tpl["row"][: lexers._tpl_n] < 0).any()
+    for k, (a, b, c) in enumerate(zip(first, again, copied)):
+        assert torch.equal(a, c) and torch.equal(b, c), index.decode_bytes(ids[:k])

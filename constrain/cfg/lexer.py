@@ -28,7 +28,8 @@ import numpy as np
 from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vector, reserve_vectors
 from constrain._jit import no_refcounts
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
-from constrain.regex.automaton import MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, static_piece_dfa
+from constrain.regex.automaton import (MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, lives_for_process,
+                                       static_piece_dfa)
 from tokenizer_index.trie import UTF8_MARK, utf8_lead
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
@@ -94,11 +95,19 @@ def word_separator(terminals: list, ignore) -> int | None:
     return None
 
 
+@numba.njit(cache=True, inline="always")
+def _at(flats, row, x):  # pragma: no cover - numba
+    """Entry ``x`` of a component's template row ``row`` (``LexerBlocks._add_template``): in the
+    lexer's own flat table ``flats[0]``, or, for a negative ``row`` (``~offset``), in the process's
+    table of big static automata ``flats[1]`` (``_static_rows``)."""
+    return flats[0][row + x] if row >= 0 else flats[1][~row + x]
+
+
 @no_refcounts()
 def has_room(lx):  # pragma: no cover - numba
     """Whether the store (``LexerBlocks.lx``) can take one more expansion: 256 new states of at
     most ``LONGEST`` components each, without growing an array."""
-    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+    (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
      loop_work, utf8_memo, block_work) = lx
@@ -137,7 +146,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     This is what makes the lexer lazy: the walks call it where they reach a state first, so
     only states some token prefix reaches are ever expanded (a block of 145 JSON keys has ~22k
     product states, mostly their ``\\u00XX`` spellings, which almost no token spells)."""
-    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+    (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
      loop_work, utf8_memo, block_work) = lx
@@ -146,7 +155,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     if not has_room(lx):
         return NEED_ROOM
     n = ctr[N_STATES]
-    n2 = _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, trans,
+    n2 = _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, trans,
                        vec_ptr, vec, hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut)
     if n2 < 0:
         return FULL
@@ -180,7 +189,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
             # class (that of its components' classes) stays too
             every = True
             for j in range(vec_ptr[q], vec_ptr[q + 1]):
-                if not _utf8_loops(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
+                if not _utf8_loops(vec[j], flats, comp_row, comp_shift, comp_map, class_maps, comp_class,
                                    loop_work, utf8_memo):
                     every = False
                     break
@@ -193,7 +202,7 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         best_lo, best_hi, best_h, best_utf8 = np.uint64(0), np.uint64(0), 0, False
         utf8 = trans[q, 0xC2] >= 0  # (some UTF-8 character may follow: worth checking them)
         for j in range(vec_ptr[q], vec_ptr[q + 1]):
-            lo, hi, h, with_utf8 = _bounded_loop(vec[j], comp_flat, comp_row, comp_shift, comp_map, class_maps,
+            lo, hi, h, with_utf8 = _bounded_loop(vec[j], flats, comp_row, comp_shift, comp_map, class_maps,
                                                  comp_class, 63, utf8, loop_work, utf8_memo)
             if h > best_h or (h == best_h and with_utf8 and not best_utf8):
                 best_lo, best_hi, best_h, best_utf8 = lo, hi, h, with_utf8
@@ -220,7 +229,7 @@ def _find_or_append(work, row, n, v):  # pragma: no cover - numba
 
 
 @no_refcounts()
-def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, cap,
+def _bounded_loop(s, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, cap,
                   utf8, work, memo):  # pragma: no cover - numba
     """A depth-bounded loop of component state ``s``: (its bytes as two words, depth), depth 0 when
     it has none worth testing. Its bytes are the largest group of ASCII bytes that lead ``s`` to one
@@ -240,7 +249,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     calls this, counts no references and so may not allocate."""
     n_live = 0
     for b in range(128):  # row 0: each byte's successor
-        t = comp_flat[comp_row[s] + class_maps[comp_map[s], b]]
+        t = _at(flats, comp_row[s], class_maps[comp_map[s], b])
         work[0, b] = t + comp_shift[s] if t >= 0 else -1
         n_live += t >= 0
     if n_live < MIN_BOUNDED_LOOP_BYTES:
@@ -275,7 +284,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
     h = 1
     cur = best
     if utf8:  # the first step, from ``s`` itself
-        utf8 = _utf8_chars_end(s, best, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+        utf8 = _utf8_chars_end(s, best, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
                                memo)
     n_classes = 0  # row 4: the group's distinct byte classes under map ``seen_map``
     seen_map = -1
@@ -289,7 +298,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
         nxt = -1
         ok = True
         for j in range(n_classes):
-            t = comp_flat[comp_row[cur] + work[4, j]]
+            t = _at(flats, comp_row[cur], work[4, j])
             if t < 0:
                 ok = False
                 break
@@ -302,7 +311,7 @@ def _bounded_loop(s, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp
         if not ok:
             break
         if utf8:
-            utf8 = _utf8_chars_end(cur, nxt, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class,
+            utf8 = _utf8_chars_end(cur, nxt, flats, comp_row, comp_shift, comp_map, class_maps, comp_class,
                                    work, memo)
         if nxt == cur:  # the group loops here: every later round is this one (a string past its minLength)
             return lo, hi, cap, utf8
@@ -328,7 +337,7 @@ def _add_item(work, n, h, k, lo, hi):  # pragma: no cover - numba
 
 
 @no_refcounts()
-def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+def _utf8_loops(g, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
                 memo):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g`` to a
     state of its own mask class, through live states (a JSON string body far from any bound). Its
@@ -336,11 +345,11 @@ def _utf8_loops(g, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_c
     bytes and UTF-8 characters (``trie.walk_byte_sets``), by the loop-bit argument per character,
     a character cut short at the token's end being live. Read on the component's own table, so no
     lexer state is expanded for it."""
-    return _utf8_chars_end(g, -1, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work, memo)
+    return _utf8_chars_end(g, -1, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, work, memo)
 
 
 @no_refcounts()
-def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
+def _utf8_chars_end(g, target, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, work,
                     memo):  # pragma: no cover - numba
     """``_utf8_chars_checked`` remembered per component state ``g`` (``memo[g]``: 0 unknown, else
     ``(target + 2) << 1 | answer`` of its last call). A long counted string's position ``d`` asks
@@ -351,13 +360,13 @@ def _utf8_chars_end(g, target, comp_flat, comp_row, comp_shift, comp_map, class_
     got = memo[g]
     if got != 0 and (got >> 1) << 1 == key:
         return (got & 1) == 1
-    ok = _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
+    ok = _utf8_chars_checked(g, target, flats, comp_row, comp_shift, comp_map, class_maps, comp_class, work)
     memo[g] = key | (1 if ok else 0)
     return ok
 
 
 @no_refcounts()
-def _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, class_maps,
+def _utf8_chars_checked(g, target, flats, comp_row, comp_shift, comp_map, class_maps,
                         comp_class, work):  # pragma: no cover - numba
     """Whether every strict UTF-8 character of two or more bytes leads component state ``g``
     through live states to ``target`` (``target`` >= 0) or else to a state of ``g``'s own class.
@@ -368,7 +377,7 @@ def _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, cl
     n = 0
     for lead in range(0xC2, 0xF5):
         k, lo, hi = utf8_lead(lead)
-        h = comp_flat[comp_row[g] + class_maps[comp_map[g], lead]]
+        h = _at(flats, comp_row[g], class_maps[comp_map[g], lead])
         if h < 0:
             return False
         n = _add_item(work, n, h + comp_shift[g], k, lo, hi)
@@ -384,7 +393,7 @@ def _utf8_chars_checked(g, target, comp_flat, comp_row, comp_shift, comp_map, cl
             if c == seen:
                 continue
             seen = c
-            t = comp_flat[comp_row[h] + c]
+            t = _at(flats, comp_row[h], c)
             if t < 0:
                 return False
             t += comp_shift[h]
@@ -410,7 +419,7 @@ def add_start(lx, starts, k):  # pragma: no cover - numba
     again; one call with the store's ~30 arrays costs ~5 us, so there is no separate check)."""
     if not has_room(lx):
         return -1
-    (comp_flat, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
+    (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
      loop_work, utf8_memo, block_work) = lx
@@ -498,7 +507,7 @@ def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, ve
 
 
 @no_refcounts()
-def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr,
+def _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr,
                   vec, hashes, slots, n, max_states, single_of, scratch, prev, cut):  # pragma: no cover
     """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
     (-1 past ``max_states``). The caller (``ensure_expanded``) has checked that the store has room
@@ -518,7 +527,7 @@ def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, clas
         cm = comp_map[g]
         target = prev  # per class of the terminal's map (classes are numbered in byte order, so new
         for c in range(class_width[cm]):  # states come in the order a byte sweep would find them)
-            g2 = comp_flat[base + c]
+            g2 = _at(flats, base, c)
             if g2 >= 0:
                 g2 += shift
             if g2 >= 0 and single_of[g2] < 0:
@@ -544,7 +553,7 @@ def _expand_state(q, comp_flat, comp_row, comp_shift, comp_map, class_maps, clas
         m = 0
         for j in range(lo, hi):
             g = vec[j]
-            g2 = comp_flat[comp_row[g] + class_maps[comp_map[g], b]]
+            g2 = _at(flats, comp_row[g], class_maps[comp_map[g], b])
             if g2 >= 0:
                 scratch[m] = g2 + comp_shift[g]
                 m += 1
@@ -616,7 +625,8 @@ def _append_copies(tids, t, base, next_class, tpl_row, tpl_states, tpl_width, tp
         w = tpl_width[k]
         a = tpl_acc_off[k]
         for s in range(tpl_states[k]):
-            comp_row[g + s] = tpl_row[k] + s * w
+            # (a row in the static table is ``~offset``: its state s at ``~(offset + s * w)``)
+            comp_row[g + s] = tpl_row[k] + s * w if tpl_row[k] >= 0 else tpl_row[k] - s * w
             comp_shift[g + s] = g
             comp_acc[g + s] = tpl_acc[a + s]
             comp_term[g + s] = t
@@ -704,6 +714,7 @@ class LexerBlocks:
         # ``_build`` and by the walks (``block_start``)
         self._term_comp = np.full(max(len(terminals), 1), UNBUILT, dtype=np.int32)
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
+        self._static_flat = _STATIC_FLAT[0]  # the process's table of big static automata (``_static_rows``)
         self._shares = shared and chains
         if self._shares:
             self._adopt_templates(_shared_store())
@@ -773,7 +784,7 @@ class LexerBlocks:
         """The store as the numba functions read it (``has_room``/``ensure_expanded`` unpack it);
         rebuilt after any array is replaced."""
         if self._lx is None:
-            self._lx = (self._comp_flat, self._comp_row, self._comp_cls_id, self._class_table, self._class_cuts,
+            self._lx = ((self._comp_flat, self._static_flat), self._comp_row, self._comp_cls_id, self._class_table, self._class_cuts,
                         self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
                         self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
@@ -902,11 +913,17 @@ class LexerBlocks:
         return base
 
     def _dfa_template(self, dfa) -> int:
-        """Template of ``dfa``: its class table as it is (targets are its own state ids)."""
+        """Template of ``dfa``: its class table as it is (targets are its own state ids); a big
+        automaton that lives for the process keeps its rows in the process's static table."""
         hit = self._tpl_of.get(("dfa", id(dfa)))
         if hit is not None:
             return hit
-        return self._add_template(("dfa", id(dfa)), dfa, _dfa_template_parts(dfa, self.token_depth))
+        parts = _dfa_template_parts(dfa, self.token_depth)
+        static_row = -1
+        if parts.n * parts.width >= STATIC_TEMPLATE_CELLS and lives_for_process(dfa):
+            static_row = _static_rows(dfa, parts)
+            self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
+        return self._add_template(("dfa", id(dfa)), dfa, parts, static_row)
 
     def _piece_template(self, pid: int) -> int:
         """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
@@ -921,9 +938,10 @@ class LexerBlocks:
                     store._add_template(("piece", pid), None, parts)
         return self._add_template(("piece", pid), None, parts)
 
-    def _add_template(self, key: tuple, keep, parts: "_TemplateParts") -> int:
+    def _add_template(self, key: tuple, keep, parts: "_TemplateParts", static_row: int = -1) -> int:
         """Store a template (rows relative to a copy's first state) once; ``keep`` is the object
-        its ``key`` names by ``id`` (kept alive so that no id is reused)."""
+        its ``key`` names by ``id`` (kept alive so that no id is reused). ``static_row``: where
+        its rows are in the process's static table (``_static_rows``; -1: copied into ours)."""
         n, w = parts.n, parts.width
         tid = self._tpl_n
         tp = self._tpl
@@ -931,18 +949,23 @@ class LexerBlocks:
             for name in tp:
                 tp[name] = _room(tp[name], tid + 1, 0)
         top, items = self._flat_n, self._tpl_items
-        if top + n * w > self._comp_flat.shape[0]:
-            self._comp_flat = _room(self._comp_flat, top + n * w, -1)
-        self._comp_flat[top: top + n * w] = parts.flat
+        if static_row >= 0:
+            row = ~static_row
+        else:
+            row = top
+            if top + n * w > self._comp_flat.shape[0]:
+                self._comp_flat = _room(self._comp_flat, top + n * w, -1)
+            self._comp_flat[top: top + n * w] = parts.flat
+            top += n * w
         if items + n > self._tpl_acc.shape[0]:
             self._tpl_acc = _room(self._tpl_acc, items + n, False)
             self._tpl_class = _room(self._tpl_class, items + n, 0)
         self._tpl_acc[items: items + n] = parts.accepting
         self._tpl_class[items: items + n] = parts.local_class
-        tp["row"][tid], tp["states"][tid], tp["width"][tid] = top, n, w
+        tp["row"][tid], tp["states"][tid], tp["width"][tid] = row, n, w
         tp["map"][tid], tp["acc_off"][tid] = self._class_map(parts), items
         tp["n_classes"][tid] = parts.n_classes
-        self._flat_n, self._tpl_items, self._tpl_n = top + n * w, items + n, tid + 1
+        self._flat_n, self._tpl_items, self._tpl_n = top, items + n, tid + 1
         self._tpl_of[key] = tid
         if keep is not None:
             self._tpl_kept.append(keep)
@@ -1033,6 +1056,29 @@ def _template_parts(table: np.ndarray, classes: np.ndarray, accepting: np.ndarra
 
 
 _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain link's parts (process-wide)
+# The rows of big automata that live for the process (a long string's chunk and remainder, a
+# format's strings: ``automaton.lives_for_process``), stored once per process: copied into every
+# lexer that used one, the 5,102-state remainder cost ~0.5-1 ms of the mask that first reached it
+# (an 860 KB copy into a new table), per compile. Append-only: a lexer holds the table as it was
+# when it last stored or found one, which holds every row it refers to.
+STATIC_TEMPLATE_CELLS = 1 << 14  # automata of fewer class-table cells are copied (cheap, and near the others)
+_STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
+_STATIC_ROWS: dict[int, tuple] = {}  # id(dfa) -> (dfa, offset of its rows in _STATIC_FLAT[0])
+
+
+def _static_rows(dfa, parts: "_TemplateParts") -> int:
+    """Offset of ``dfa``'s template rows in the process's static table (stored on first use)."""
+    with _SHARED_LOCK:
+        hit = _STATIC_ROWS.get(id(dfa))
+        if hit is not None and hit[0] is dfa:
+            return hit[1]
+        old = _STATIC_FLAT[0]
+        table = np.empty(old.shape[0] + parts.flat.shape[0], dtype=np.int32)  # (a new array: lexers read the old)
+        table[: old.shape[0]] = old
+        table[old.shape[0]:] = parts.flat
+        _STATIC_FLAT[0] = table
+        _STATIC_ROWS[id(dfa)] = (dfa, old.shape[0])
+        return old.shape[0]
 _SHARED: list = []  # the process's template store (``_shared_store``), once made
 _SHARED_LOCK = threading.Lock()
 

@@ -208,6 +208,13 @@ _FIXED_BODIES: dict[tuple[int, int | None, bool, bool], tuple] = {}  # ``chars(.
 automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
+def _kept_for_process(body):
+    """``body``, its automaton (a DFA leaf's) marked as kept for the process (``automaton.lives_for_process``)."""
+    if body[0] == "dfa":
+        automaton.mark_process_lifetime(body[1])
+    return body
+
+
 def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False, fixed: bool = False):
     """The spelled body of min_len..max_len decoded characters, with the opening and/or closing
     quote when asked; one AST per arguments (so that equal bounds give one lexer terminal). A
@@ -225,7 +232,7 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
         hit = _BODIES.get(key)
         if hit is not None:
             if fixed:  # (the same leaf from now on: grammars holding it keep one terminal)
-                _FIXED_BODIES[key] = hit
+                _FIXED_BODIES[key] = _kept_for_process(hit)
             else:
                 _BODIES.move_to_end(key)
             return hit
@@ -241,7 +248,7 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
                                   after=quote if closing else None))
     with _bodies_lock:
         if fixed:
-            return _FIXED_BODIES.setdefault(key, body)
+            return _FIXED_BODIES.setdefault(key, _kept_for_process(body))
         body = _BODIES.setdefault(key, body)
         if len(_BODIES) > _BODIES_KEPT:
             _BODIES.popitem(last=False)

@@ -767,6 +767,19 @@ _OTHER_MEMOS.append(_forget_alt_templates)
 # Automata of fixed, grammar-independent languages (the JSON spellings of one ASCII character,
 # which every key and literal is glued from): built once per process, kept by ``clear_memo``.
 _STATIC: dict[tuple, DFA] = {}
+# Every automaton kept for the process (``_STATIC``'s and others': ``mark_process_lifetime``), by id:
+# the lexer stores the rows of a big one once per process instead of once per grammar.
+_PROCESS_DFAS: dict[int, DFA] = {}
+
+
+def mark_process_lifetime(dfa: DFA) -> None:
+    """Record that ``dfa`` is kept for the process (``lives_for_process``)."""
+    _PROCESS_DFAS[id(dfa)] = dfa
+
+
+def lives_for_process(dfa: DFA) -> bool:
+    """Whether ``dfa`` is kept for the process (so its ``id`` is never reused)."""
+    return _PROCESS_DFAS.get(id(dfa)) is dfa
 
 
 def keep_static(node) -> None:
@@ -780,6 +793,7 @@ def keep_static(node) -> None:
                     _STATIC[key] = dfa
                     _STATIC_OBJECTS[id(key)] = key
             dfa = _STATIC[node]
+            mark_process_lifetime(dfa)
 
 
 # Nodes whose automaton joins ``_STATIC`` once something builds it, by ``id`` (the caller keeps the
@@ -1044,6 +1058,7 @@ def build_dfa(node, source: str | None = None) -> DFA:
     if _STATIC_WHEN_BUILT.get(id(node)) is node:
         with _memo_lock:
             dfa = _STATIC.setdefault(node, dfa)
+            mark_process_lifetime(dfa)
         return dfa
     if dfa.num_states <= _MEMO_MAX_STATES:
         with _memo_lock:
