@@ -91,3 +91,42 @@ def test_undeclared_keys_get_one_class_per_state_where_that_is_the_bounded_parti
     got = counted.bounded_classes(128)
     assert len(np.unique(got)) < counted.num_states
     assert (got == bounded_equivalence(_class_table(counted)[0], counted.accepting.astype(np.int64), 128)).all()
+
+
+def _minimal_of(dfa):
+    from constrain.regex.automaton import _minimal
+
+    m = _minimal(dfa)
+    return m.table, m.accepting, m.classes
+
+
+@pytest.mark.parametrize("case", ["keys", "bounded keys", "prefix names", "closed names", "two states meet"])
+def test_a_finite_difference_without_the_pair_table_is_the_products(case):
+    """``A - B`` for a finite ``B`` built from ``B``'s states and the copies of ``A``'s
+    (``_minus_finite``) is the product's automaton (the same minimal DFA); where its premises fail
+    (a bounded string: every state of ``A`` has a finite language; two states of ``A`` meeting one
+    of ``B``) it gives way to the product, and ``difference`` gives the same language either way."""
+    from constrain.json_schema.strings import string_literal, string_of_length
+    from constrain.regex.ast import alt
+    from constrain.regex.automaton import _minimal
+
+    clear_memo()
+    names = ["id", "name", "userId", "ñandú", "日本", 'a"b', "x/y", "", "nam", "names"]
+    a, b, direct = {
+        "keys": (string_of_length(), alt(*[string_literal(n) for n in names]), True),
+        "bounded keys": (string_of_length(0, 40), alt(*[string_literal(n) for n in names]), False),
+        "prefix names": (parse_regex("[a-c]*"), parse_regex("|a|ab|abc|b"), True),
+        "closed names": (parse_regex("(ab)*c?"), parse_regex("ab|abc|c|ababc"), True),
+        "two states meet": (parse_regex("xa*|ya+b"), parse_regex("xa|ya"), False),
+    }[case]
+    da, db = build_dfa(a), build_dfa(b)
+    got = boolean._minus_finite(da, db)
+    assert (got is not None) == direct
+    product = boolean._product(da, db, difference=True)
+    for built in [got, boolean.difference(a, b)[1]] if direct else [boolean.difference(a, b)[1]]:
+        x, y = _minimal_of(built), _minimal(product)
+        assert (x[0] == y.table).all() and (x[1] == y.accepting).all() and (x[2] == y.classes).all()
+    if case == "prefix names":
+        for text in _strings(5):
+            assert boolean.difference(a, b)[1].accepts(text.encode()) == (
+                re.fullmatch("[a-c]*", text) is not None and text not in ("", "a", "ab", "abc", "b")), text
