@@ -823,8 +823,9 @@ def _boundary_walk(a, words, inside, c, terms, term_ptr, group_byte, kid_ptr, ki
     ``_boundary_plan`` (``plan[0]``: its root count, -1 before it ran), then ``_walk_subtrees``
     below the roots into ``words``. Returns ``DENSE_BOUNDARY``; ``NESTED`` when the subtrees of the
     roots of one configuration hold more than ``nested_min`` nodes (``beside_min`` with roots of
-    others beside them; -1: never; the caller splits them again, ``_nested_part``); ``DENSE_BOUNDARY`` too when they hold more than ``max_nodes`` nodes (-1: no
-    limit); or the walk's status (1: serve ``a.need`` and call again with the same arrays; the plan
+    others beside them; -1: never; the caller splits them again, ``_nested_part``);
+    ``DENSE_BOUNDARY`` too when all the roots hold more than ``max_nodes`` nodes (-1: no limit);
+    or the walk's status (1: serve ``a.need`` and call again with the same arrays; the plan
     is kept). Nothing but ``inside`` is written before the walk (a dense or nested boundary has
     written no crossing)."""
     start = False

@@ -784,9 +784,10 @@ class LexerBlocks:
         """The store as the numba functions read it (``has_room``/``ensure_expanded`` unpack it);
         rebuilt after any array is replaced."""
         if self._lx is None:
-            self._lx = ((self._comp_flat, self._static_flat), self._comp_row, self._comp_cls_id, self._class_table, self._class_cuts,
-                        self._class_width, self._comp_acc, self._comp_term, self._comp_class, self._single_of,
-                        self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms, self._mask_class,
+            self._lx = ((self._comp_flat, self._static_flat), self._comp_row, self._comp_cls_id, self._class_table,
+                        self._class_cuts, self._class_width, self._comp_acc, self._comp_term, self._comp_class,
+                        self._single_of, self._trans, self._expanded, self._loops, self._acc_ptr, self._acc_terms,
+                        self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
                         self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word,
                         self._loop_work, self._utf8_memo, self._block_work)

@@ -240,13 +240,23 @@ def coreachable_states(trans: np.ndarray, accepting: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True)
 def _coreachable(trans, accepting):  # pragma: no cover - numba
-    """Predecessor lists by counting sort, then ``reverse_reach`` from the accepting states."""
+    """``_predecessors``, then ``reverse_reach`` from the accepting states."""
+    ptr, src, _ = _predecessors(trans)
+    return reverse_reach(ptr, src, accepting)
+
+
+@numba.njit(cache=True)
+def _predecessors(trans):  # pragma: no cover - numba
+    """Each state's predecessors by counting sort: ``src[ptr[t]:ptr[t + 1]]`` lead to ``t`` (one
+    entry per edge), and each state's out-degree."""
     n, width = trans.shape
+    out = np.zeros(n, dtype=np.int64)
     ptr = np.zeros(n + 1, dtype=np.int64)
     for s in range(n):
         for c in range(width):
             t = trans[s, c]
             if t >= 0:
+                out[s] += 1
                 ptr[t + 1] += 1
     for t in range(n):
         ptr[t + 1] += ptr[t]
@@ -258,7 +268,7 @@ def _coreachable(trans, accepting):  # pragma: no cover - numba
             if t >= 0:
                 src[fill[t]] = s
                 fill[t] += 1
-    return reverse_reach(ptr, src, accepting)
+    return ptr, src, out
 
 
 def _common_affixes(nodes):
@@ -352,25 +362,8 @@ def _language_kinds(table):  # pragma: no cover - numba
     """Per state of a trim DFA: ``INFINITE`` when it reaches a cycle, ``ONLY_EMPTY`` for a state
     with no transition (accepting: its language is the empty string), else ``FINITE`` (states
     peeled off in reverse topological order: all their successors finite)."""
-    n, width = table.shape
-    out = np.zeros(n, dtype=np.int64)
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    for s in range(n):
-        for c in range(width):
-            t = table[s, c]
-            if t >= 0:
-                out[s] += 1
-                ptr[t + 1] += 1
-    for t in range(n):
-        ptr[t + 1] += ptr[t]
-    fill = ptr[:n].copy()
-    src = np.empty(ptr[n], dtype=np.int64)
-    for s in range(n):
-        for c in range(width):
-            t = table[s, c]
-            if t >= 0:
-                src[fill[t]] = s
-                fill[t] += 1
+    n = table.shape[0]
+    ptr, src, out = _predecessors(table)
     kinds = np.full(n, INFINITE, dtype=np.int8)
     stack = np.empty(n, dtype=np.int64)
     top = 0
