@@ -271,3 +271,60 @@ def test_canonical_spellings_option(index):
     assert not g.accepts_text('{"name":"red","\\u006e":"x"}')  # not an undeclared key either
     with pytest.raises(ValueError, match="spellings"):
         Grammar.from_json_schema(schema, spellings="some")
+
+
+def _spelled_with_shift(value: Decimal, s: int, rng: random.Random) -> str:
+    """``value`` spelled with mantissa shift ``s`` (value(mantissa) = c * 10^s) and the exponent that
+    makes it equal, its fraction padded with zeros or not."""
+    from constrain.json_schema.numbers import _significand
+
+    c, k = _significand(value)
+    n = len(c)
+    if s >= 0:
+        m = c + "0" * s + rng.choice(["", ".0", ".000"])
+    elif s > -n:
+        m = c[: n + s] + "." + c[n + s:] + "0" * rng.randint(0, 2)
+    else:
+        m = "0." + "0" * (-s - n) + c + "0" * rng.randint(0, 2)
+    e = k - s
+    exp = "" if e == 0 and rng.random() < 0.5 else rng.choice("eE") + (
+        "-" if e < 0 else rng.choice(["", "+"])) + "0" * rng.randint(0, 1) + str(abs(e))
+    return ("-" if value < 0 else "") + m + exp
+
+
+@pytest.mark.parametrize("values", [["7"], ["-0.125"], ["105", "1.05e-3"], [str(i) for i in range(13)],
+                                    ["0.5", "1.5", "3.25", "10", "100", "-7", "0.01"], ["1e20", "-7e-9", "0"],
+                                    ["123456789", "1e-40", "3e40"]], ids=lambda v: ",".join(v)[:30])
+def test_a_number_sets_automaton_is_its_values_spellings_within_the_window(values):
+    """``number_set_spellings`` (one automaton for a set of numbers, built from the spellings'
+    structure) accepts exactly the spellings equal to one of the values whose mantissa shift lies in
+    the window (``_windows``: within ``SPELLING_WINDOW`` of the plain and the exponent forms); every
+    spelling of 0. Checked against Decimal arithmetic on spellings of the values and of near values,
+    at every shift within the window and one past each of its ends."""
+    from constrain.json_schema import numbers as num
+    from constrain.regex.automaton import build_dfa
+
+    dfa = build_dfa(num.number_set_spellings(values))
+    wanted = {Decimal(v) for v in values}
+    rng = random.Random(",".join(values))
+    near = [d + 1 for d in wanted] + [d * 10 for d in wanted] + [-d for d in wanted] + [Decimal("0.3")]
+    texts = {"0", "-0", "0.0e5", "-0E-0"}
+    for d in sorted(wanted | set(near)):
+        texts.update(number_spellings(d, rng, n=8))
+        if d != 0:
+            k = num._significand(d)[1]
+            edges = [s for lo, hi in num._windows(k, SPELLING_WINDOW) for s in (lo - 1, lo, hi, hi + 1)]
+            texts.update(_spelled_with_shift(d, s, rng) for s in edges + [rng.randint(-20, 20) for _ in range(6)])
+    checked = 0
+    for text in sorted(texts):
+        value = Decimal(text)
+        if value == 0:
+            want = Decimal(0) in wanted
+        else:
+            mantissa = text.lower().split("e")[0].lstrip("-")
+            shift = Decimal(mantissa).normalize().as_tuple().exponent
+            k = num._significand(value)[1]
+            want = value in wanted and any(lo <= shift <= hi for lo, hi in num._windows(k, SPELLING_WINDOW))
+        assert dfa.accepts(text.encode()) == want, (values, text)
+        checked += want
+    assert checked >= 10 * len(values)

@@ -125,6 +125,17 @@ def _ast(piece) -> bool:
     return isinstance(piece, tuple)
 
 
+def _finite_number(value) -> bool:
+    """Whether a JSON value is a finite number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and \
+        abs(value) != float("inf")
+
+
+def _exact_decimal(value) -> Decimal:
+    """A finite JSON number as the Decimal it spells (a float by its shortest repr)."""
+    return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+
+
 class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
@@ -820,7 +831,10 @@ class _Builder:
             candidates = [c for c in candidates if self.refs.is_valid(c, plain)]
         # every spelling of each value; a big enum keeps one spelling per value (the word-set fast path)
         mode = "exact" if len(candidates) <= MAX_SPELLED_ENUM and self.opt.spellings == "all" else "canonical"
-        pieces = [self._literal(c, mode) for c in candidates]
+        numbers = [c for c in candidates if _finite_number(c)] if mode == "exact" else []
+        pieces = [self._literal(c, mode) for c in candidates if not (numbers and _finite_number(c))]
+        if numbers:  # (one automaton for all of them: ``num.number_set_spellings``)
+            pieces.append(num.number_set_spellings([_exact_decimal(c) for c in numbers]))
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
         out = num.alt(*_dedupe(pieces))
@@ -874,8 +888,8 @@ class _Builder:
         if isinstance(value, str):
             return js.canonical_string_literal(value) if mode == "canonical" else js.string_literal(value)
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if is_number and value == value and abs(value) != float("inf") and mode != "canonical":
-            d = Decimal(value) if isinstance(value, int) else Decimal(repr(value))
+        if _finite_number(value) and mode != "canonical":
+            d = _exact_decimal(value)
             return num.number_spellings_superset(d) if mode == "superset" else num.number_spellings(d)
         if is_number and value == int(value) and abs(value) < 1e16:
             # 1 == 1.0 in JSON Schema: the integer spelling with an optional zero fraction

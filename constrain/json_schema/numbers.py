@@ -9,12 +9,14 @@ integral spelling with an exponent up to ``SPELLING_WINDOW`` (``integer_every_sp
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 
 Node = tuple
 
+from constrain.regex import automaton
 from constrain.regex.ast import EMPTY, accepts_empty, alt, cat, lit, rep  # noqa: F401 (re-exported)
 
 DIGIT = ("set", ((48, 57),))
@@ -323,19 +325,166 @@ ZERO_SPELLINGS = cat(alt(EMPTY, lit("-")), lit("0"), _ZERO_FRACTION,
 def number_spellings(value, window: int = SPELLING_WINDOW) -> Node:
     """JSON spellings equal to ``value``: every one for 0 (``-0``, ``0.0e5`` ...); for other values
     every one whose mantissa shift is within ``window`` of the canonical forms (a subset: sound
-    to accept)."""
-    d = Decimal(str(value)) if not isinstance(value, Decimal) else value
-    if d == 0:
-        return ZERO_SPELLINGS
-    c, k = _significand(d)
-    sign = lit("-") if d < 0 else EMPTY
-    options = []
-    for lo, hi in _windows(k, window):
-        for s in range(lo, hi + 1):
-            m = _mantissas(c, s, s)
-            if m is not None:
-                options.append(cat(m, _exponent_spelling(k - s)))
-    return cat(sign, alt(*options))
+    to accept). See ``number_set_spellings``."""
+    return number_set_spellings([value], window)
+
+
+def number_set_spellings(values, window: int = SPELLING_WINDOW) -> Node:
+    """``number_spellings`` of every value in ``values``, the non-zero ones as one automaton built
+    from the spellings' structure (``_spellings_nfa``; one leaf per set of values, memoised like
+    the automata: equal enums share a terminal). As an alternation of each value's shifts (an
+    NFA of ~11k states for 13 values) a number enum cost ~9 ms inside the mask that reached it."""
+    ds = sorted({_decimal(v) for v in values})
+    keys = tuple(sorted({(d < 0, *_significand(d)) for d in ds if d != 0}))
+    options = [ZERO_SPELLINGS] if any(d == 0 for d in ds) else []
+    if keys:
+        memo_key = (keys, window)
+        with _spelled_lock:
+            leaf = _SPELLED_SETS.get(memo_key)
+        if leaf is None:
+            leaf = ("dfa", automaton.dfa_of_nfa(*_spellings_nfa(keys, window)))
+            with _spelled_lock:
+                leaf = _SPELLED_SETS.setdefault(memo_key, leaf)
+                if len(_SPELLED_SETS) > _SPELLED_SETS_KEPT:
+                    _SPELLED_SETS.pop(next(iter(_SPELLED_SETS)))
+        options.append(leaf)
+    return alt(*options)
+
+
+_SPELLED_SETS: dict = {}  # (values, window) -> DFA leaf (insertion order: the oldest go first)
+_SPELLED_SETS_KEPT = 256
+_spelled_lock = threading.Lock()
+automaton._OTHER_MEMOS.append(_SPELLED_SETS.clear)
+
+
+def _decimal(value) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+def _spellings_nfa(keys, window: int) -> tuple:
+    """An NFA (``automaton.dfa_of_nfa``'s lists) of the spellings of the non-zero values ``keys``
+    ((negative, significant digits c, k): |value| = c * 10^k): per value a deterministic
+    automaton of its mantissas, one state per (digits read, point placed, padding zeros),
+    which ends where the shift s is known, followed by the exponent parts whose value is
+    ``k - s`` (one automaton per exponent value, shared by every value); the same language as
+    an alternation of ``_mantissas(c, s, s)`` then ``_exponent_spelling(k - s)`` over the
+    windows' shifts (``_windows``), which it replaces. State 0 starts, state 1 is final."""
+    e_src: list[int] = []
+    e_lo: list[int] = []
+    e_dst: list[int] = []
+    eps_src: list[int] = []
+    eps_dst: list[int] = []
+    count = [2]
+
+    def new() -> int:
+        count[0] += 1
+        return count[0] - 1
+
+    def byte(a: int, ch: str, b: int) -> None:
+        e_src.append(a)
+        e_lo.append(ord(ch))
+        e_dst.append(b)
+
+    def accept(a: int) -> None:
+        eps_src.append(a)
+        eps_dst.append(1)
+
+    exponents: dict[int, int] = {}
+
+    def exponent(e: int) -> int:
+        """The state after ``e``/``E`` of the exponent parts of value ``e``."""
+        if e in exponents:
+            return exponents[e]
+        x, y, z = new(), new(), new()  # after the mark, after a sign, after one zero or more
+        if e >= 0:
+            byte(x, "+", y)
+        if e <= 0:
+            byte(x, "-", y)
+        before = [x, y] if e >= 0 else [y]
+        for t in before:
+            byte(t, "0", z)
+        byte(z, "0", z)
+        if e == 0:
+            accept(z)
+        else:
+            digits = str(abs(e))
+            cur = new()
+            for t in before + [z]:
+                byte(t, digits[0], cur)
+            for ch in digits[1:]:
+                nxt = new()
+                byte(cur, ch, nxt)
+                cur = nxt
+            accept(cur)
+        exponents[e] = x
+        return x
+
+    def ends(m: int, e: int) -> None:
+        """A mantissa ends at ``m``: the exponent parts of value ``e`` follow (none for 0)."""
+        if e == 0:
+            accept(m)
+        x = exponent(e)
+        byte(m, "e", x)
+        byte(m, "E", x)
+
+    def then(cur: int, digits: str) -> int:
+        for ch in digits:
+            nxt = new()
+            byte(cur, ch, nxt)
+            cur = nxt
+        return cur
+
+    for negative, c, k in keys:
+        n = len(c)
+        shifts = {s for lo, hi in _windows(k, window) for s in range(lo, hi + 1)}
+        s0 = new()
+        if negative:
+            byte(0, "-", s0)
+        else:
+            eps_src.append(0)
+            eps_dst.append(s0)
+        # the integer part starts with c: the point inside c (shift -(n - i)), or c, z zeros (shift z)
+        a = [s0]
+        for i in range(n):
+            a.append(then(a[-1], c[i]))
+        for i in range(1, n):
+            if -(n - i) in shifts:
+                point = new()
+                byte(a[i], ".", point)
+                end = then(point, c[i:])
+                byte(end, "0", end)  # (trailing zeros of the fraction keep the shift)
+                ends(end, k + (n - i))
+        zeros = a[n]
+        for z in range(0, max(shifts) + 1):
+            if z in shifts:
+                ends(zeros, k - z)
+                point = new()
+                byte(zeros, ".", point)
+                frac = new()
+                byte(point, "0", frac)
+                byte(frac, "0", frac)
+                ends(frac, k - z)
+            if z < max(shifts):
+                nxt = new()
+                byte(zeros, "0", nxt)
+                zeros = nxt
+        # "0." then a zeros, c, zeros: shift -(a + n)
+        pads = sorted(-s - n for s in shifts if s <= -n)
+        if pads:
+            point = new()
+            byte(s0, "0", point)
+            pad = new()
+            byte(point, ".", pad)
+            for p in range(pads[-1] + 1):
+                if -(p + n) in shifts:
+                    end = then(pad, c)
+                    byte(end, "0", end)
+                    ends(end, k + p + n)
+                if p < pads[-1]:
+                    nxt = new()
+                    byte(pad, "0", nxt)
+                    pad = nxt
+    return count[0], eps_src, eps_dst, e_src, e_lo, e_lo, e_dst, 0, 1
 
 
 def number_spellings_superset(value, window: int = SPELLING_WINDOW) -> Node:

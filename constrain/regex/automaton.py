@@ -1126,10 +1126,18 @@ def _via_nfa(node, source: str | None) -> DFA:
     between separate steps cost more than the steps)."""
     nfa = _NFA()
     start, final = nfa.build(node)
+    return dfa_of_nfa(nfa.n, nfa.eps_src, nfa.eps_dst, nfa.e_src, nfa.e_lo, nfa.e_hi, nfa.e_dst, start, final, source)
+
+
+def dfa_of_nfa(n: int, eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, start: int, final: int,
+               source: str | None = None) -> DFA:
+    """The trimmed minimal DFA of an NFA given as flat lists: ``n`` states, epsilon edges
+    ``eps_src[i] -> eps_dst[i]``, byte-range edges ``e_src[i] --[e_lo[i], e_hi[i]]--> e_dst[i]``, one
+    start and one final state (``_nfa_to_dfa``); RegexError when it is empty or too big."""
     status, table, accepting, class_of, horizon = _nfa_to_dfa(
-        np.int64(nfa.n), np.array(nfa.eps_src, dtype=np.int64), np.array(nfa.eps_dst, dtype=np.int32),
-        np.array(nfa.e_src, dtype=np.int64), np.array(nfa.e_lo, dtype=np.int32), np.array(nfa.e_hi, dtype=np.int32),
-        np.array(nfa.e_dst, dtype=np.int32), np.int64(start), np.int64(final), np.int64(MAX_DFA_STATES))
+        np.int64(n), np.array(eps_src, dtype=np.int64), np.array(eps_dst, dtype=np.int32),
+        np.array(e_src, dtype=np.int64), np.array(e_lo, dtype=np.int32), np.array(e_hi, dtype=np.int32),
+        np.array(e_dst, dtype=np.int32), np.int64(start), np.int64(final), np.int64(MAX_DFA_STATES))
     if status == 0:  # already trim: every state can reach acceptance
         raise EmptyLanguageError("the pattern matches no string (its language is empty)", source=source, pos=None)
     if status < 0:
