@@ -336,19 +336,19 @@ def number_set_spellings(values, window: int = SPELLING_WINDOW) -> Node:
     NFA of ~11k states for 13 values) a number enum cost ~9 ms inside the mask that reached it."""
     ds = sorted({_decimal(v) for v in values})
     keys = tuple(sorted({(d < 0, *_significand(d)) for d in ds if d != 0}))
-    options = [ZERO_SPELLINGS] if any(d == 0 for d in ds) else []
-    if keys:
-        memo_key = (keys, window)
+    zero = any(d == 0 for d in ds)
+    if not keys:
+        return ZERO_SPELLINGS
+    memo_key = (keys, zero, window)
+    with _spelled_lock:
+        leaf = _SPELLED_SETS.get(memo_key)
+    if leaf is None:
+        leaf = ("dfa", automaton.dfa_of_nfa(*_spellings_nfa(keys, zero, window)))
         with _spelled_lock:
-            leaf = _SPELLED_SETS.get(memo_key)
-        if leaf is None:
-            leaf = ("dfa", automaton.dfa_of_nfa(*_spellings_nfa(keys, window)))
-            with _spelled_lock:
-                leaf = _SPELLED_SETS.setdefault(memo_key, leaf)
-                if len(_SPELLED_SETS) > _SPELLED_SETS_KEPT:
-                    _SPELLED_SETS.pop(next(iter(_SPELLED_SETS)))
-        options.append(leaf)
-    return alt(*options)
+            leaf = _SPELLED_SETS.setdefault(memo_key, leaf)
+            if len(_SPELLED_SETS) > _SPELLED_SETS_KEPT:
+                _SPELLED_SETS.pop(next(iter(_SPELLED_SETS)))
+    return leaf
 
 
 _SPELLED_SETS: dict = {}  # (values, window) -> DFA leaf (insertion order: the oldest go first)
@@ -361,9 +361,10 @@ def _decimal(value) -> Decimal:
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
-def _spellings_nfa(keys, window: int) -> tuple:
+def _spellings_nfa(keys, zero: bool, window: int) -> tuple:
     """An NFA (``automaton.dfa_of_nfa``'s lists) of the spellings of the non-zero values ``keys``
-    ((negative, significant digits c, k): |value| = c * 10^k): per value a deterministic
+    ((negative, significant digits c, k): |value| = c * 10^k), and of 0 (``ZERO_SPELLINGS``) with
+    ``zero``: per value a deterministic
     automaton of its mantissas, one state per (digits read, point placed, padding zeros),
     which ends where the shift s is known, followed by the exponent parts whose value is
     ``k - s`` (one automaton per exponent value, shared by every value); the same language as
@@ -371,6 +372,7 @@ def _spellings_nfa(keys, window: int) -> tuple:
     windows' shifts (``_windows``), which it replaces. State 0 starts, state 1 is final."""
     e_src: list[int] = []
     e_lo: list[int] = []
+    e_hi: list[int] = []
     e_dst: list[int] = []
     eps_src: list[int] = []
     eps_dst: list[int] = []
@@ -383,6 +385,7 @@ def _spellings_nfa(keys, window: int) -> tuple:
     def byte(a: int, ch: str, b: int) -> None:
         e_src.append(a)
         e_lo.append(ord(ch))
+        e_hi.append(ord(ch))
         e_dst.append(b)
 
     def accept(a: int) -> None:
@@ -434,6 +437,27 @@ def _spellings_nfa(keys, window: int) -> tuple:
             cur = nxt
         return cur
 
+    if zero:  # -?0(.0+)?([eE][+-]?[0-9]+)?
+        z0, int_part, point, frac, mark, sign, digits = (new() for _ in range(7))
+        eps_src.append(0)
+        eps_dst.append(z0)
+        byte(0, "-", z0)
+        byte(z0, "0", int_part)
+        byte(int_part, ".", point)
+        byte(point, "0", frac)
+        byte(frac, "0", frac)
+        for t in (int_part, frac):
+            accept(t)
+            byte(t, "e", mark)
+            byte(t, "E", mark)
+        byte(mark, "+", sign)
+        byte(mark, "-", sign)
+        for t in (mark, sign, digits):
+            e_src.append(t)
+            e_lo.append(ord("0"))
+            e_hi.append(ord("9"))
+            e_dst.append(digits)
+        accept(digits)
     for negative, c, k in keys:
         n = len(c)
         shifts = {s for lo, hi in _windows(k, window) for s in range(lo, hi + 1)}
@@ -484,7 +508,7 @@ def _spellings_nfa(keys, window: int) -> tuple:
                     nxt = new()
                     byte(pad, "0", nxt)
                     pad = nxt
-    return count[0], eps_src, eps_dst, e_src, e_lo, e_lo, e_dst, 0, 1
+    return count[0], eps_src, eps_dst, e_src, e_lo, e_hi, e_dst, 0, 1
 
 
 def number_spellings_superset(value, window: int = SPELLING_WINDOW) -> Node:
