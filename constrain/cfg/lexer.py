@@ -900,6 +900,7 @@ class LexerBlocks:
         numba ``_append_copies``); returns the first."""
         tp = self._tpl
         base = self._n_comp
+        before = self._component_arrays()
         (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
          n, next_class) = _append_copies(
             np.array(templates, dtype=np.int64), t, base, int(self._ctr[NEXT_CLASS]), tp["row"], tp["states"],
@@ -910,8 +911,16 @@ class LexerBlocks:
         # per-component arrays the expansion indexes (numba checks no bounds: they cover every component)
         self._single_of = _room(self._single_of, self._n_comp, -1)
         self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
-        self._lx = None
+        if any(a is not b for a, b in zip(before, self._component_arrays())):
+            self._lx = None
         return base
+
+    def _component_arrays(self) -> tuple:
+        """The per-component arrays ``lx`` holds (``_append_copies`` replaces them only when they
+        grow: the store tuple, and with it the walks' ``WalkArgs`` tables, is rebuilt only then;
+        rebuilding it at every terminal built cost ~2 us a walk on MaskBench)."""
+        return (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
+                self._comp_cls_id, self._single_of, self._utf8_memo)
 
     def _dfa_template(self, dfa) -> int:
         """Template of ``dfa``: its class table as it is (targets are its own state ids); a big
@@ -923,7 +932,9 @@ class LexerBlocks:
         static_row = -1
         if parts.n * parts.width >= STATIC_TEMPLATE_CELLS and lives_for_process(dfa):
             static_row = _static_rows(dfa, parts)
-            self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
+            if self._static_flat is not _STATIC_FLAT[0]:
+                self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
+                self._lx = None
         return self._add_template(("dfa", id(dfa)), dfa, parts, static_row)
 
     def _piece_template(self, pid: int) -> int:
@@ -956,6 +967,7 @@ class LexerBlocks:
             row = top
             if top + n * w > self._comp_flat.shape[0]:
                 self._comp_flat = _room(self._comp_flat, top + n * w, -1)
+                self._lx = None
             self._comp_flat[top: top + n * w] = parts.flat
             top += n * w
         if items + n > self._tpl_acc.shape[0]:
@@ -970,7 +982,6 @@ class LexerBlocks:
         self._tpl_of[key] = tid
         if keep is not None:
             self._tpl_kept.append(keep)
-        self._lx = None
         return tid
 
     def _class_map(self, parts: "_TemplateParts") -> int:
@@ -993,10 +1004,10 @@ class LexerBlocks:
             self._class_table = grown_rows(self._class_table, cls_id + 1)
             self._class_cuts = grown_rows(self._class_cuts, cls_id + 1)
             self._class_width = _room(self._class_width, cls_id + 1, 0)
+            self._lx = None
         self._class_table[cls_id] = parts.classes
         self._class_width[cls_id] = parts.map_width
         self._class_cuts[cls_id] = parts.cuts
-        self._lx = None
 
     def _build(self, terminal_ids: list[int]) -> int:
         """A block's start state (unexpanded: its states are built as walks reach them)."""
