@@ -660,10 +660,20 @@ def test_a_loop_state_beside_other_configurations_keeps_their_tokens(monkeypatch
     assert mask == expected, sorted(index.token_bytes(t) for t in mask ^ expected)
 
 
-def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
+def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab, monkeypatch):
     """A member key (its quotes and characters' spellings, then ``ws : ws`` and maybe a number)
     is laid out as links of static pieces, not built as a DFA of its own: the masks equal those
-    of the built DFAs, for raw, escaped and ``\\u`` spellings, and links were used."""
+    of the built DFAs, for raw, escaped and ``\\u`` spellings, and links were used, the keys of
+    a block laid out together (``LexerBlocks._build_chains``)."""
+    from constrain.cfg.lexer import LexerBlocks
+
+    batches = []
+    append = LexerBlocks._append_copies
+
+    def counted(self, terms, templates):
+        batches.append(len(terms))
+        return append(self, terms, templates)
+    monkeypatch.setattr(LexerBlocks, "_append_copies", counted)
     tok, index = real_vocab("smollm2")
     schema = {"type": "object", "properties": {
         "alpha": {"type": "integer"}, "alphabet": {"type": "number"}, "al": {"type": "boolean"},
@@ -678,6 +688,7 @@ def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab):
     _same_masks_along(index, fast, slow, texts, tok)
     assert any(key[0] == "piece" for key in fast.lexers._tpl_of)
     assert not any(key[0] == "piece" for key in slow.lexers._tpl_of)
+    assert max(batches) >= 5, batches
     for text in texts:
         assert fast.accepts_bytes(text.encode()) and slow.accepts_bytes(text.encode())
     for bad in ['{"alph": 1}', '{"alpha": 1, "alpha\\u0062et": "x"}', '{"alpha": 1, "q\\"uotes": ""}']:

@@ -3,7 +3,7 @@
 Each terminal is compiled once to a trimmed byte DFA: its minimal DFA (``regex.automaton.build_dfa``;
 a product leaf, such as the keys an object's undeclared members may use, trim as it is:
 ``lexer_dfa``), or, for a terminal that starts with static pieces (a member key's characters),
-links of those pieces followed by the rest's DFA (``LexerBlocks._append_chain``).
+links of those pieces followed by the rest's DFA (``LexerBlocks._chain_templates``).
 A block, the lexer for one terminal set, is the product of those DFAs: a state is the sorted
 vector of the components still alive (one per terminal), labelled by the terminals whose
 component accepts. The product is built in numba, lazily: a state gets its row only when a walk
@@ -601,14 +601,14 @@ def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_o
 
 
 @numba.njit(cache=True)
-def _append_copies(tids, t, base, next_class, tpl_row, tpl_states, tpl_width, tpl_map, tpl_n_classes, tpl_acc_off,
-                   tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term, comp_class,
+def _append_copies(tids, terms, base, next_class, tpl_row, tpl_states, tpl_width, tpl_map, tpl_n_classes,
+                   tpl_acc_off, tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term, comp_class,
                    comp_cls_id):  # pragma: no cover - numba
-    """Lay templates ``tids`` out one after another as terminal ``t``'s component states, numbered
-    from ``base``: a copy's states point at its template's rows (``comp_row``), whose targets are
-    relative to the copy's first state (``comp_shift``), so a copy writes per-state facts only,
-    never a row. A copy's mask classes follow the previous copy's. Returns the arrays (grown as
-    needed), the states added and the next free class."""
+    """Lay templates ``tids`` out one after another as component states, numbered from ``base``,
+    copy ``j`` for terminal ``terms[j]``: a copy's states point at its template's rows
+    (``comp_row``), whose targets are relative to the copy's first state (``comp_shift``), so a
+    copy writes per-state facts only, never a row. A copy's mask classes follow the previous
+    copy's. Returns the arrays (grown as needed), the states added and the next free class."""
     n = 0
     for j in range(tids.shape[0]):
         n += tpl_states[tids[j]]
@@ -629,7 +629,7 @@ def _append_copies(tids, t, base, next_class, tpl_row, tpl_states, tpl_width, tp
             comp_row[g + s] = tpl_row[k] + s * w if tpl_row[k] >= 0 else tpl_row[k] - s * w
             comp_shift[g + s] = g
             comp_acc[g + s] = tpl_acc[a + s]
-            comp_term[g + s] = t
+            comp_term[g + s] = terms[j]
             comp_class[g + s] = cls + tpl_class[a + s]
             comp_cls_id[g + s] = tpl_map[k]
         g += tpl_states[k]
@@ -657,7 +657,7 @@ class LexerBlocks:
     def __init__(self, terminals: list, ignore: frozenset[int], token_depth: int = 0,
                  names: list[str] | None = None, chains: bool = True, shared: bool = True,
                  word_boundaries: bool = False) -> None:
-        """``chains``: lay terminals that start with static pieces out as links (``_append_chain``);
+        """``chains``: lay terminals that start with static pieces out as links (``_chain_templates``);
         False builds every terminal's own DFA (tests compare the two). ``shared``: start from a copy
         of the process's static piece templates (``_shared_store``). ``word_boundaries``: every
         block start gets a word twin (``add_start``)."""
@@ -863,10 +863,11 @@ class LexerBlocks:
         node = self.terminals[t]
         try:
             chain = chain_heads(node) if self.chains else None
-            if chain is None:
+            templates = None if chain is None else self._chain_templates(*chain)
+            if templates is None:
                 start = self._append_dfa(t, lexer_dfa(node))
             else:
-                start = self._append_chain(t, *chain)
+                start = self._append_copies([t], [templates])[0]
         except EmptyLanguageError:  # a terminal with an empty language never matches
             start = -1
         except RegexError as e:  # too big to build: say which terminal, never treat it as empty
@@ -877,14 +878,15 @@ class LexerBlocks:
 
     def _append_dfa(self, t: int, dfa) -> int:
         """Terminal ``t`` = ``dfa``; returns its start component."""
-        return self._append_copies(t, [self._dfa_template(dfa)]) + dfa.start
+        return self._append_copies([t], [[self._dfa_template(dfa)]])[0] + dfa.start
 
-    def _append_chain(self, t: int, ids: list[int], rest: tuple) -> int:
-        """Terminal ``t`` = static pieces ``ids`` (each final state leading into the next piece's
-        start, ``automaton.chain_heads``) followed by ``rest``: a copy of each piece's link
+    def _chain_templates(self, ids: list[int], rest: tuple) -> list[int] | None:
+        """The templates of a terminal made of static pieces ``ids`` (each final state leading into
+        the next piece's start, ``automaton.chain_heads``) followed by ``rest``: each piece's link
         (``automaton.chain_link``: its table without the final state, which is the next copy's
-        first state) and of ``rest``'s automaton. A member key costs per-state facts of its
-        characters' spellings, not a DFA of its own built, glued and minimised (60 keys with
+        first state), then ``rest``'s automaton; None when that automaton is not entered at its
+        first state (then the terminal's own DFA is built). A member key costs per-state facts of
+        its characters' spellings, not a DFA of its own built, glued and minimised (60 keys with
         integer values: 67 -> 7 ms). Exact, though not always minimal, which the lexer does not
         need; its states get mask classes of their own (finer classes only share less)."""
         if rest:
@@ -892,18 +894,21 @@ class LexerBlocks:
         else:  # the last piece ends the terminal: copied whole, its final state accepting
             ids, tail = ids[:-1], static_piece_dfa(ids[-1])
         if tail.start != 0:  # a copy is entered at its first state
-            return self._append_dfa(t, lexer_dfa(self.terminals[t]))
-        return self._append_copies(t, [self._piece_template(p) for p in ids] + [self._dfa_template(tail)])
+            return None
+        return [self._piece_template(p) for p in ids] + [self._dfa_template(tail)]
 
-    def _append_copies(self, t: int, templates: list[int]) -> int:
-        """Terminal ``t``'s component states: copies of ``templates`` one after another (the
-        numba ``_append_copies``); returns the first."""
+    def _append_copies(self, terms: list[int], templates: list[list[int]]) -> list[int]:
+        """Component states of terminals ``terms``, each a run of copies of its ``templates``, laid
+        out one after another in one call (the numba ``_append_copies``); returns each one's first."""
         tp = self._tpl
         base = self._n_comp
         before = self._component_arrays()
+        flat = [tid for run in templates for tid in run]
+        tids = np.array(flat, dtype=np.int64)
+        of_term = np.repeat(np.array(terms, dtype=np.int32), [len(run) for run in templates])
         (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
          n, next_class) = _append_copies(
-            np.array(templates, dtype=np.int64), t, base, int(self._ctr[NEXT_CLASS]), tp["row"], tp["states"],
+            tids, of_term, base, int(self._ctr[NEXT_CLASS]), tp["row"], tp["states"],
             tp["width"], tp["map"], tp["n_classes"], tp["acc_off"], self._tpl_acc, self._tpl_class,
             self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
         self._ctr[NEXT_CLASS] = next_class
@@ -913,7 +918,14 @@ class LexerBlocks:
         self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
         if any(a is not b for a, b in zip(before, self._component_arrays())):
             self._lx = None
-        return base
+        if len(terms) == 1:
+            return [base]
+        states = iter(tp["states"][tids].tolist())
+        firsts, g = [], base
+        for run in templates:
+            firsts.append(g)
+            g += sum(next(states) for _ in run)
+        return firsts
 
     def _component_arrays(self) -> tuple:
         """The per-component arrays ``lx`` holds (``_append_copies`` replaces them only when they
@@ -992,6 +1004,26 @@ class LexerBlocks:
             self._add_class_map(cls_id, parts)
         return cls_id
 
+    def _build_chains(self, terminals: list[int]) -> None:
+        """Lay out the chains among ``terminals`` (a block's member keys: ``_chain_templates``) in one
+        call: one call per key cost ~8 us of a ~30 us key. What is no chain, or fails, is left to
+        ``_component`` (which reports errors)."""
+        terms, runs = [], []
+        for t in terminals:
+            chain = chain_heads(self.terminals[t])
+            if chain is None:
+                continue
+            try:
+                templates = self._chain_templates(*chain)
+            except RegexError:  # (``_component`` says which terminal)
+                continue
+            if templates is not None:
+                terms.append(t)
+                runs.append(templates)
+        if terms:
+            for t, first in zip(terms, self._append_copies(terms, runs)):
+                self._term_comp[t] = first
+
     def build_components(self) -> None:
         """Build every terminal's automaton now (``_component`` builds each on first use)."""
         for t in range(len(self.terminals)):
@@ -1012,6 +1044,9 @@ class LexerBlocks:
     def _build(self, terminal_ids: list[int]) -> int:
         """A block's start state (unexpanded: its states are built as walks reach them)."""
         comp = self._term_comp
+        unbuilt = [t for t in terminal_ids if int(comp[t]) == UNBUILT]
+        if len(unbuilt) > 1 and self.chains:
+            self._build_chains(unbuilt)
         found = [s if (s := int(comp[t])) != UNBUILT else self._component(t) for t in terminal_ids]
         starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
         c = self._ctr
