@@ -69,9 +69,11 @@ def test_empty_products_are_none():
 
 def test_undeclared_keys_get_one_class_per_state_where_that_is_the_bounded_partition():
     """Any JSON string minus a finite set of names (an object's undeclared keys) takes one mask
-    class per state without Moore refinement: the product is minimal there, so that is exactly
-    the bounded-equivalence partition. A string with a long counted bound minus the same names
-    keeps the bounded classes (its counted states agree up to a token's length and share them)."""
+    class per state without Moore refinement: built from the names' trie (not minimised,
+    ``automaton.spelled_trie_dfa``), a refinement of the bounded-equivalence partition, and
+    nearly as coarse (a few trie states that minimising would merge). A string with a long counted
+    bound minus the same names keeps the bounded classes (its counted states agree up to a token's
+    length and share them)."""
     import numpy as np
 
     from constrain.json_schema.strings import string_literal, string_of_length
@@ -86,7 +88,7 @@ def test_undeclared_keys_get_one_class_per_state_where_that_is_the_bounded_parti
     classes = free.bounded_classes(128)
     assert (classes == np.arange(free.num_states)).all()
     exact = bounded_equivalence(_class_table(free)[0], free.accepting.astype(np.int64), 128, min_states=0)
-    assert len(np.unique(exact)) == free.num_states
+    assert 0.85 * free.num_states <= len(np.unique(exact)) <= free.num_states
     counted = boolean.difference(string_of_length(0, 300), minus)[1]
     got = counted.bounded_classes(128)
     assert len(np.unique(got)) < counted.num_states
@@ -108,7 +110,7 @@ def test_a_finite_difference_without_the_pair_table_is_the_products(case):
     of ``B``) it gives way to the product, and ``difference`` gives the same language either way."""
     from constrain.json_schema.strings import string_literal, string_of_length
     from constrain.regex.ast import alt
-    from constrain.regex.automaton import _minimal
+    from constrain.regex.automaton import _minimal, spelled_trie_dfa
 
     clear_memo()
     names = ["id", "name", "userId", "ñandú", "日本", 'a"b', "x/y", "", "nam", "names"]
@@ -123,7 +125,11 @@ def test_a_finite_difference_without_the_pair_table_is_the_products(case):
     got = boolean._minus_finite(da, db)
     assert (got is not None) == direct
     product = boolean._product(da, db, difference=True)
-    for built in [got, boolean.difference(a, b)[1]] if direct else [boolean.difference(a, b)[1]]:
+    trie = spelled_trie_dfa(b)  # (the names' trie, as ``difference`` takes it: not minimal)
+    if case in ("keys", "bounded keys"):
+        assert trie is not None and trie.num_states > db.num_states
+    from_trie = [boolean._minus_finite(da, trie)] if trie is not None and direct else []
+    for built in [got, *from_trie, boolean.difference(a, b)[1]] if direct else [boolean.difference(a, b)[1]]:
         x, y = _minimal_of(built), _minimal(product)
         assert (x[0] == y.table).all() and (x[1] == y.accepting).all() and (x[2] == y.classes).all()
     if case == "prefix names":
