@@ -131,11 +131,6 @@ def _finite_number(value) -> bool:
         abs(value) != float("inf")
 
 
-def _exact_decimal(value) -> Decimal:
-    """A finite JSON number as the Decimal it spells (a float by its shortest repr)."""
-    return Decimal(value) if isinstance(value, int) else Decimal(repr(value))
-
-
 class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
@@ -834,7 +829,7 @@ class _Builder:
         numbers = [c for c in candidates if _finite_number(c)] if mode == "exact" else []
         pieces = [self._literal(c, mode) for c in candidates if not (numbers and _finite_number(c))]
         if numbers:  # (one automaton for all of them: ``num.number_set_spellings``)
-            pieces.append(num.number_set_spellings([_exact_decimal(c) for c in numbers]))
+            pieces.append(num.number_set_spellings(numbers))
         if not pieces:
             raise EmptySchemaError("no enum/const value satisfies the rest of the schema", pointer)
         out = num.alt(*_dedupe(pieces))
@@ -889,7 +884,7 @@ class _Builder:
             return js.canonical_string_literal(value) if mode == "canonical" else js.string_literal(value)
         is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if _finite_number(value) and mode != "canonical":
-            d = _exact_decimal(value)
+            d = num.decimal_of(value)
             return num.number_spellings_superset(d) if mode == "superset" else num.number_spellings(d)
         if is_number and value == int(value) and abs(value) < 1e16:
             # 1 == 1.0 in JSON Schema: the integer spelling with an optional zero fraction

@@ -334,7 +334,7 @@ def number_set_spellings(values, window: int = SPELLING_WINDOW) -> Node:
     from the spellings' structure (``_spellings_nfa``; one leaf per set of values, memoised like
     the automata: equal enums share a terminal). As an alternation of each value's shifts (an
     NFA of ~11k states for 13 values) a number enum cost ~9 ms inside the mask that reached it."""
-    ds = sorted({_decimal(v) for v in values})
+    ds = sorted({decimal_of(v) for v in values})
     keys = tuple(sorted({(d < 0, *_significand(d)) for d in ds if d != 0}))
     zero = any(d == 0 for d in ds)
     if not keys:
@@ -357,7 +357,8 @@ _spelled_lock = threading.Lock()
 automaton._OTHER_MEMOS.append(_SPELLED_SETS.clear)
 
 
-def _decimal(value) -> Decimal:
+def decimal_of(value) -> Decimal:
+    """A finite JSON number (or a Decimal) as the Decimal it spells (a float by its shortest repr)."""
     return value if isinstance(value, Decimal) else Decimal(str(value))
 
 
@@ -382,15 +383,29 @@ def _spellings_nfa(keys, zero: bool, window: int) -> tuple:
         count[0] += 1
         return count[0] - 1
 
-    def byte(a: int, ch: str, b: int) -> None:
+    def edge(a: int, lo: int, hi: int, b: int) -> None:
         e_src.append(a)
-        e_lo.append(ord(ch))
-        e_hi.append(ord(ch))
+        e_lo.append(lo)
+        e_hi.append(hi)
         e_dst.append(b)
 
-    def accept(a: int) -> None:
+    def byte(a: int, ch: str, b: int) -> None:
+        edge(a, ord(ch), ord(ch), b)
+
+    def eps(a: int, b: int) -> None:
         eps_src.append(a)
-        eps_dst.append(1)
+        eps_dst.append(b)
+
+    def accept(a: int) -> None:
+        eps(a, 1)
+
+    def zero_fraction(a: int) -> int:
+        """``.0+`` after ``a``: the state after its zeros."""
+        point, frac = new(), new()
+        byte(a, ".", point)
+        byte(point, "0", frac)
+        byte(frac, "0", frac)
+        return frac
 
     exponents: dict[int, int] = {}
 
@@ -438,35 +453,28 @@ def _spellings_nfa(keys, zero: bool, window: int) -> tuple:
         return cur
 
     if zero:  # -?0(.0+)?([eE][+-]?[0-9]+)?
-        z0, int_part, point, frac, mark, sign, digits = (new() for _ in range(7))
-        eps_src.append(0)
-        eps_dst.append(z0)
+        z0, int_part, mark, sign, digits = (new() for _ in range(5))
+        eps(0, z0)
         byte(0, "-", z0)
         byte(z0, "0", int_part)
-        byte(int_part, ".", point)
-        byte(point, "0", frac)
-        byte(frac, "0", frac)
-        for t in (int_part, frac):
+        for t in (int_part, zero_fraction(int_part)):
             accept(t)
             byte(t, "e", mark)
             byte(t, "E", mark)
         byte(mark, "+", sign)
         byte(mark, "-", sign)
         for t in (mark, sign, digits):
-            e_src.append(t)
-            e_lo.append(ord("0"))
-            e_hi.append(ord("9"))
-            e_dst.append(digits)
+            edge(t, ord("0"), ord("9"), digits)
         accept(digits)
     for negative, c, k in keys:
         n = len(c)
         shifts = {s for lo, hi in _windows(k, window) for s in range(lo, hi + 1)}
+        top = max(shifts)
         s0 = new()
         if negative:
             byte(0, "-", s0)
         else:
-            eps_src.append(0)
-            eps_dst.append(s0)
+            eps(0, s0)
         # the integer part starts with c: the point inside c (shift -(n - i)), or c, z zeros (shift z)
         a = [s0]
         for i in range(n):
@@ -479,16 +487,11 @@ def _spellings_nfa(keys, zero: bool, window: int) -> tuple:
                 byte(end, "0", end)  # (trailing zeros of the fraction keep the shift)
                 ends(end, k + (n - i))
         zeros = a[n]
-        for z in range(0, max(shifts) + 1):
+        for z in range(0, top + 1):
             if z in shifts:
                 ends(zeros, k - z)
-                point = new()
-                byte(zeros, ".", point)
-                frac = new()
-                byte(point, "0", frac)
-                byte(frac, "0", frac)
-                ends(frac, k - z)
-            if z < max(shifts):
+                ends(zero_fraction(zeros), k - z)
+            if z < top:
                 nxt = new()
                 byte(zeros, "0", nxt)
                 zeros = nxt
@@ -515,7 +518,7 @@ def number_spellings_superset(value, window: int = SPELLING_WINDOW) -> Node:
     """A regular superset of the JSON spellings equal to ``value`` (sound to subtract): the exact
     ones of ``number_spellings`` and every spelling with the same significant digits and sign
     whose mantissa shift lies outside the window, whatever its exponent."""
-    d = Decimal(str(value)) if not isinstance(value, Decimal) else value
+    d = decimal_of(value)
     if d == 0:
         return ZERO_SPELLINGS
     c, k = _significand(d)

@@ -314,7 +314,9 @@ def _difference(node, minus):
     a = _as_dfa(node)
     if a is None:
         return None
-    b = automaton.spelled_trie_dfa(minus) or _as_dfa(minus)  # (the names an object declares: their trie)
+    b = automaton.spelled_trie_dfa(minus)  # (the names an object declares: their trie, not minimised)
+    if b is None:
+        b = _as_dfa(minus)
     if b is None:
         return ("dfa", a)
     finite = _acyclic(automaton._class_table(b)[0])
