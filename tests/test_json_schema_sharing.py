@@ -212,3 +212,60 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     assert not (lexers._tpl["row"][: lexers._tpl_n] < 0).any()
     for k, (a, b, c) in enumerate(zip(first, again, copied)):
         assert torch.equal(a, c) and torch.equal(b, c), index.decode_bytes(ids[:k])
+
+
+def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
+    """After a member key's name, ``ws : ws`` and a schema-independent value (an integer in every
+    spelling, a number, a boolean, an integer or null) is the same language in every schema: it
+    is built once per process (``automaton.process_tail_dfa``) and reused after ``clear_memo``,
+    while a schema's own values (an enum) are not kept. Masks along a document equal those of a
+    compile that builds every tail itself."""
+    import constrain
+    import torch
+    from constrain.cfg import lexer
+
+    tok, index = real_vocab("smollm2")
+    values = {"n": {"type": ["integer", "null"]}, "x": {"type": "number"}, "b": {"type": "boolean"},
+              "i": {"type": "integer"}}
+
+    def schema(prefix: str, extra: dict | None = None) -> dict:
+        props = {prefix + k: v for k, v in values.items()}
+        props.update(extra or {})
+        return {"type": "object", "properties": props, "required": list(props)}
+
+    def masks(s: dict, doc: dict):
+        automaton.clear_memo()
+        compiled = constrain.compile(Grammar.from_json_schema(s, whitespace="flexible"), index, cache=False)
+        m, out = compiled.matcher(), []
+        for t in tok.encode(json.dumps(doc, indent=1), add_special_tokens=False):
+            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
+            m.fill_bitmask(bm)
+            out.append(bm)
+            m.advance(t)
+        assert m.is_accepting()
+        used.clear()
+        used.update(id(d) for d in compiled.lexers._tpl_kept)  # the automata its templates came from
+        return out
+
+    used: set = set()
+
+    def doc(prefix: str) -> dict:
+        return {prefix + "n": None, prefix + "x": -1.5e3, prefix + "b": True, prefix + "i": 1e2}
+
+    first = masks(schema("alpha_"), doc("alpha_"))
+    kept = {k: v for k, v in automaton._PROCESS_TAILS.items() if id(v[1]) in used}  # (what this schema used)
+    assert len(kept) >= 4, "the values after the keys were not kept"
+    tails = automaton._PROCESS_TAILS.keys() - set()
+    masks(schema("beta_"), doc("beta_"))  # other names, the same values: nothing new to build
+    assert automaton._PROCESS_TAILS.keys() == tails
+    assert all(id(v[1]) in used for v in kept.values()), "a later schema built its own tail"
+    masks(schema("gamma_", {"e": {"enum": ["red", "green"], "type": "string"}}), {**doc("gamma_"), "e": "green"})
+    kept = dict(automaton._PROCESS_TAILS)
+    masks(schema("delta_", {"f": {"enum": ["blue", 7]}, "g": {"const": "cyan"}, "h": {"const": 12}}),
+          {**doc("delta_"), "f": 7, "g": "cyan", "h": 12})
+    assert automaton._PROCESS_TAILS.keys() == kept.keys(), "a schema's own enum was kept for the process"
+    monkeypatch.setattr(lexer, "process_tail_dfa", lambda kids: None)
+    built = masks(schema("alpha_"), doc("alpha_"))
+    assert len(first) == len(built)
+    for a, b in zip(first, built):
+        assert torch.equal(a, b)

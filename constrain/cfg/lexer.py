@@ -29,7 +29,7 @@ from constrain._intern import UNINDEXED, find_or_put, grown, grown_rows, put_vec
 from constrain._jit import no_refcounts
 from constrain.errors import EmptyLanguageError, GrammarError, RegexError
 from constrain.regex.automaton import (MAX_DFA_STATES, chain_heads, chain_link, lexer_dfa, lives_for_process,
-                                       static_piece_dfa)
+                                       process_tail_dfa, static_piece_dfa)
 from tokenizer_index.trie import UTF8_MARK, utf8_lead
 
 MAX_LEXER_STATES = 4 * MAX_DFA_STATES  # all blocks together (each state is a 1 KB row)
@@ -889,8 +889,8 @@ class LexerBlocks:
         its characters' spellings, not a DFA of its own built, glued and minimised (60 keys with
         integer values: 67 -> 7 ms). Exact, though not always minimal, which the lexer does not
         need; its states get mask classes of their own (finer classes only share less)."""
-        if rest:
-            tail = lexer_dfa(rest[0] if len(rest) == 1 else ("cat", rest))
+        if rest:  # (``ws : ws`` and a fixed value language: built once per process)
+            tail = process_tail_dfa(rest) or lexer_dfa(rest[0] if len(rest) == 1 else ("cat", rest))
         else:  # the last piece ends the terminal: copied whole, its final state accepting
             ids, tail = ids[:-1], static_piece_dfa(ids[-1])
         if tail.start != 0:  # a copy is entered at its first state

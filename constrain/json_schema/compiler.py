@@ -38,17 +38,37 @@ _ANY_VALUE_RULES: dict = {}  # (whitespace, max_whitespace) -> (nonterminal name
 # schema-independent pieces glued into most other terminals: static automata (``_keep_static_pieces``)
 _STATIC_PIECES = (*_PUNCTUATION, *num.JSON_NUMBER[1], num.JSON_INTEGER, _BOOLEAN, js.ANY_STRING_BODY)
 _static_pieces_kept = False
+_FIXED_UNIONS: dict = {}  # alternatives, each a schema-independent piece -> their union, one object per process
+
+
+def _fixed_union(pieces: tuple):
+    """The union of schema-independent pieces (``Compiler._fixed``: an integer or null, ...), one
+    object per process whose automaton is kept once built: what follows a key is then the same
+    process piece in every schema (``automaton.process_tail_dfa``), not rebuilt after each
+    ``clear_memo`` (``ws : ws`` and an integer or null: ~3 ms a schema on Llama 3)."""
+    node = _FIXED_UNIONS.get(pieces)
+    if node is None:
+        node = _FIXED_UNIONS.setdefault(pieces, hashed(num.alt(*pieces)))
+        automaton.keep_static_when_built(node)
+        automaton.mark_process_piece(node)
+    return node
 
 
 def _keep_static_pieces(ws) -> None:
-    """Make ``_STATIC_PIECES`` (once per process) and the whitespace piece ``ws`` static."""
+    """Make ``_STATIC_PIECES`` (once per process) and the whitespace piece ``ws`` static, and
+    declare the pieces glued after a key or inside an array process pieces (what is glued only
+    from them is then built once per process: ``automaton.process_tail_dfa``)."""
     global _static_pieces_kept
     if not _static_pieces_kept:
         for piece in _STATIC_PIECES:
             automaton.keep_static(piece)
+        # (a literal's one character too: concatenations hold it flattened)
+        for piece in (*_PUNCTUATION, *[p[1][0] for p in _PUNCTUATION], num.JSON_NUMBER, *num.JSON_NUMBER[1],
+                      num.integer_every_spelling(), _BOOLEAN):
+            automaton.mark_process_piece(piece)
         _static_pieces_kept = True
     if ws is not None:
-        automaton.keep_static(ws)
+        automaton.mark_process_piece(ws)
 _NON_INTEGRAL = num.non_integral_numbers()
 
 # Lengths up to MAX_DFA_LENGTH are counted inside one lexer terminal (a DFA state per character and
@@ -152,11 +172,14 @@ class _Builder:
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
-        self.ws = hashed(num.rep(ws_chars, 0, options.max_whitespace)) if options.whitespace == "flexible" else None
+        self.ws = None
+        if options.whitespace == "flexible":  # (the object kept for the process: ``automaton.is_process_node``)
+            self.ws = automaton.keep_static(hashed(num.rep(ws_chars, 0, options.max_whitespace)))  # (kept object)
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
         # like the characters' spellings, instead of once per schema
-        self._fixed: set = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null")}
+        self._fixed: set = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null"),
+                            num.integer_every_spelling(), num.JSON_NUMBER, _BOOLEAN}
         if self.ws is not None:
             self._fixed.add(self.ws)
         _keep_static_pieces(self.ws)
@@ -464,6 +487,10 @@ class _Builder:
             return None
         if len(pieces) == 1:
             return pieces[0]
+        if all(p in self._fixed for p in pieces):  # (`"type": ["integer", "null"]`: a process piece too)
+            union = _fixed_union(tuple(pieces))
+            self._fixed.add(union)
+            return union
         if all(_ast(p) for p in pieces) and not any(p in self._standalone for p in pieces):
             return num.alt(*pieces)
         # (a string value among them stays a terminal of its own: `"type": ["string", "null"]`

@@ -246,7 +246,9 @@ def integer_every_spelling() -> Node:
     window = SPELLING_WINDOW
     exponent_forms = cat(_MANTISSA, alt(*[_exponent(e) for e in range(-window, window + 1)]))
     integral = boolean.difference(exponent_forms, non_integral_numbers(window))
-    return "dfa", automaton.build_dfa(alt(plain, integral))
+    dfa = automaton.build_dfa(alt(plain, integral))
+    automaton.mark_process_lifetime(dfa)  # (what is glued from it can be kept too: ``process_tail_dfa``)
+    return "dfa", dfa
 
 
 def parse_bound(value) -> Decimal:

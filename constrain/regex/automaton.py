@@ -767,6 +767,7 @@ _OTHER_MEMOS.append(_forget_alt_templates)
 # Automata of fixed, grammar-independent languages (the JSON spellings of one ASCII character,
 # which every key and literal is glued from): built once per process, kept by ``clear_memo``.
 _STATIC: dict[tuple, DFA] = {}
+_STATIC_NODES: dict[tuple, tuple] = {}  # each key of ``_STATIC``: the object kept (``keep_static``)
 # Every automaton kept for the process (``_STATIC``'s and others': ``mark_process_lifetime``), by id:
 # the lexer stores the rows of a big one once per process instead of once per grammar.
 _PROCESS_DFAS: dict[int, DFA] = {}
@@ -782,9 +783,10 @@ def lives_for_process(dfa: DFA) -> bool:
     return _PROCESS_DFAS.get(id(dfa)) is dfa
 
 
-def keep_static(node) -> None:
+def keep_static(node):
     """Build ``node`` once and keep its automaton for the process (see ``_STATIC``); for a
-    bounded set of languages that do not depend on any grammar."""
+    bounded set of languages that do not depend on any grammar. Returns the node object kept (the
+    first one equal to ``node``), which ``is_process_node`` recognises."""
     if node not in _STATIC:
         dfa = build_dfa(node)
         with _memo_lock:  # (two threads may both build it: the first one stored stays)
@@ -792,8 +794,10 @@ def keep_static(node) -> None:
                 if key not in _STATIC:  # (a literal's one piece too, as chains hold it)
                     _STATIC[key] = dfa
                     _STATIC_OBJECTS[id(key)] = key
+                    _STATIC_NODES[key] = key
             dfa = _STATIC[node]
             mark_process_lifetime(dfa)
+    return _STATIC_NODES[node]
 
 
 # Nodes whose automaton joins ``_STATIC`` once something builds it, by ``id`` (the caller keeps the
@@ -808,6 +812,48 @@ def keep_static_when_built(node) -> None:
     for a bounded set of grammar-independent languages, passed as the same object each time."""
     with _memo_lock:
         _STATIC_WHEN_BUILT[id(node)] = node
+
+
+# The pieces a front end declares grammar-independent and few (``mark_process_piece``), by ``id``.
+_PROCESS_PIECES: dict[int, tuple] = {}
+
+
+def mark_process_piece(node) -> None:
+    """Declare ``node`` (this object) a grammar-independent piece of a bounded set (separators,
+    whitespace, fixed value languages such as any integer): a concatenation of such pieces is
+    built once per process (``process_tail_dfa``). Never for a grammar's own text (a key's or an
+    enum's characters, though static each, make unboundedly many concatenations)."""
+    with _memo_lock:
+        _PROCESS_PIECES[id(node)] = node
+
+
+def is_process_node(node) -> bool:
+    """Whether ``node`` is a piece ``mark_process_piece`` declared (this very object)."""
+    return _PROCESS_PIECES.get(id(node)) is node
+
+
+# Concatenations of process pieces (``process_tail_dfa``), by the pieces' ids: (pieces, automaton).
+_PROCESS_TAILS: dict[tuple[int, ...], tuple[tuple, "DFA"]] = {}
+
+
+def process_tail_dfa(kids: tuple) -> "DFA | None":
+    """``lexer_dfa`` of the concatenation ``kids`` when every kid is a process piece
+    (``mark_process_piece``), built once per process and kept; None otherwise. What follows a member
+    key's name (``ws : ws`` and an integer, a number, a boolean) is the same few languages in every
+    schema, and rebuilding it after each ``clear_memo`` cost ~50-500 us a schema (an integer in
+    every spelling: ~500 us). The pieces are a bounded set (separators, whitespace, fixed value
+    languages), so the table stays small."""
+    if not kids or not all(is_process_node(k) for k in kids):
+        return None
+    key = tuple(id(k) for k in kids)
+    hit = _PROCESS_TAILS.get(key)
+    if hit is not None:
+        return hit[1]
+    dfa = lexer_dfa(kids[0] if len(kids) == 1 else ("cat", tuple(kids)))
+    with _memo_lock:
+        dfa = _PROCESS_TAILS.setdefault(key, (tuple(kids), dfa))[1]
+    mark_process_lifetime(dfa)
+    return dfa
 
 
 # The node objects ``_STATIC`` holds, by ``id``: the front ends reuse them (a character's
@@ -1058,6 +1104,7 @@ def build_dfa(node, source: str | None = None) -> DFA:
     if _STATIC_WHEN_BUILT.get(id(node)) is node:
         with _memo_lock:
             dfa = _STATIC.setdefault(node, dfa)
+            _STATIC_NODES.setdefault(node, node)
             mark_process_lifetime(dfa)
         return dfa
     if dfa.num_states <= _MEMO_MAX_STATES:
