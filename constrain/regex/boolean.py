@@ -315,11 +315,12 @@ def _difference(node, minus):
     if a is None:
         return None
     b = automaton.spelled_trie_dfa(minus)  # (the names an object declares: their trie, not minimised)
+    finite = b is not None  # (a trie is acyclic: no check, ~20 us)
     if b is None:
         b = _as_dfa(minus)
     if b is None:
         return ("dfa", a)
-    finite = _acyclic(automaton._class_table(b)[0])
+    finite = finite or _acyclic(automaton._class_table(b)[0])
     result = _minus_finite(a, b) if finite else None
     if result is None:
         result = _product(a, b, difference=True)
