@@ -55,9 +55,10 @@ def _fixed_union(pieces: tuple):
 
 
 def _keep_static_pieces(ws) -> None:
-    """Make ``_STATIC_PIECES`` (once per process) and the whitespace piece ``ws`` static, and
-    declare the pieces glued after a key or inside an array process pieces (what is glued only
-    from them is then built once per process: ``automaton.process_tail_dfa``)."""
+    """Make ``_STATIC_PIECES`` static (once per process), and declare them and the whitespace
+    piece ``ws`` (the object ``keep_static`` kept) process pieces: what follows a key, glued only
+    from them, is then built once per process (``automaton.process_tail_dfa``). Unions of them
+    (``_fixed_union``) are few too: combinations of these pieces as a schema's types list them."""
     global _static_pieces_kept
     if not _static_pieces_kept:
         for piece in _STATIC_PIECES:
@@ -173,8 +174,8 @@ class _Builder:
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
         self.ws = None
-        if options.whitespace == "flexible":  # (the object kept for the process: ``automaton.is_process_node``)
-            self.ws = automaton.keep_static(hashed(num.rep(ws_chars, 0, options.max_whitespace)))  # (kept object)
+        if options.whitespace == "flexible":  # (one object per bound for the process: a process piece)
+            self.ws = automaton.keep_static(hashed(num.rep(ws_chars, 0, options.max_whitespace)))
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
         # like the characters' spellings, instead of once per schema

@@ -786,7 +786,8 @@ def lives_for_process(dfa: DFA) -> bool:
 def keep_static(node):
     """Build ``node`` once and keep its automaton for the process (see ``_STATIC``); for a
     bounded set of languages that do not depend on any grammar. Returns the node object kept (the
-    first one equal to ``node``), which ``is_process_node`` recognises."""
+    first one equal to ``node``): one object per language, which a front end can declare a process
+    piece (``mark_process_piece``)."""
     if node not in _STATIC:
         dfa = build_dfa(node)
         with _memo_lock:  # (two threads may both build it: the first one stored stays)
