@@ -18,9 +18,12 @@ from constrain.errors import (
     ConstrainError,
     ConstraintError,
     EmptyAllowedSetError,
+    EmptySchemaError,
     GrammarError,
     RegexError,
+    SchemaError,
     TokenNotAllowedError,
+    UnsupportedSchemaError,
 )
 from constrain.grammar import Grammar
 from constrain.matcher import CompiledGrammar, Matcher
@@ -39,6 +42,9 @@ __all__ = [
     "EmptyAllowedSetError",
     "GrammarError",
     "RegexError",
+    "SchemaError",
+    "UnsupportedSchemaError",
+    "EmptySchemaError",
     "TokenNotAllowedError",
     "GrammarLogitsProcessor",
     "IncompleteGenerationError",

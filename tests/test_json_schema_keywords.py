@@ -412,6 +412,25 @@ def test_length_bounds_a_format_or_pattern_implies_are_not_counted(index):
         Grammar.from_json_schema({"type": "string", "pattern": "^[a-f]{24}$", "minLength": 25})
 
 
+def test_string_keywords_too_big_together_are_refused_with_their_pointer(index):
+    """A length bound whose product with a pattern is past the state limit is refused as that
+    keyword at its pointer (``constrain.UnsupportedSchemaError``), not a bare ``RegexError`` at
+    ``#``; under ``unsupported="ignore"`` the length bound is dropped and the pattern kept."""
+    import constrain
+
+    words = {"type": "string", "pattern": "^(?:\\S+\\s+){0,49}\\S+$", "minLength": 1, "maxLength": 500}
+    schema = {"type": "object", "properties": {"summary": words}, "required": ["summary"]}
+    with pytest.raises(constrain.UnsupportedSchemaError) as e:
+        Grammar.from_json_schema(schema)
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/properties/summary/maxLength"
+    loose = compiled(schema, index, unsupported="ignore")
+    assert loose.accepts_text(dumps({"summary": "two words"}))
+    assert loose.accepts_text(dumps({"summary": "x" * 600}))  # (the dropped bound: documented loosening)
+    assert not loose.accepts_text(dumps({"summary": "ends with a space "}))  # (the pattern stays)
+    assert constrain.UnsupportedSchemaError is UnsupportedSchemaError
+    assert constrain.SchemaError is SchemaError and constrain.EmptySchemaError is EmptySchemaError
+
+
 def test_hostname_total_length_limit(index):
     """A hostname has at most 253 characters (RFC 1123 / the suite's optional/format/hostname.json):
     the subset is tiered (3 labels of 63, 4 of 62, 5-9 of 27) so that no longer name gets through,

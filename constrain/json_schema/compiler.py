@@ -748,7 +748,17 @@ class _Builder:
             return js.string_of_length()
         if len(parts) == 1:
             return parts[0]
-        result = boolean.intersect(*parts)
+        try:
+            result = boolean.intersect(*parts)
+        except RegexError as e:  # too big together: say which keywords, where (a length bound may go)
+            counted = bool(min_len or max_len is not None)
+            key = ("maxLength" if max_len is not None else "minLength") if counted else (
+                "pattern" if patterns else "format")
+            self.refuse(key, f"{pointer}/{key}", f"together with the other string keywords here: {str(e).splitlines()[0]}")
+            if not counted:  # (under unsupported="ignore" too: nothing looser that is still regular)
+                raise UnsupportedSchemaError(key, f"{pointer}/{key}", str(e).splitlines()[0]) from e
+            return self._string_parts({k: v for k, v in schema.items() if k not in ("minLength", "maxLength")},
+                                      pointer, regular)
         if result is None:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
