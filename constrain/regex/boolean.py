@@ -191,17 +191,25 @@ def _product_rows(lo, hi, n, ta, tb, acc_a, acc_b, difference, max_states, dense
     return n
 
 
+def _shared_class_tables(a: DFA, b: DFA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(byte -> shared class, A's table, B's table), both tables over the shared classes (bytes in
+    one class of both automata step alike; numbered by first byte). The columns are gathered with
+    ``np.take``: ~25 us for a 683-state names trie, where ``table[:, cols]`` took ~60."""
+    table_a, cls_a = automaton._class_table(a)
+    table_b, cls_b = automaton._class_table(b)
+    # local[0|1, c] = A's | B's class of shared class c
+    class_of, local = automaton._column_classes(np.ascontiguousarray(np.stack([cls_a, cls_b]).T))
+    ta = np.ascontiguousarray(np.take(table_a, local[0], axis=1), dtype=np.int32)
+    tb = np.ascontiguousarray(np.take(table_b, local[1], axis=1), dtype=np.int32)
+    return class_of, ta, tb
+
+
 def _product(a: DFA, b: DFA, difference: bool) -> DFA | None:
     """Product automaton accepting A and B, or A and not B (``difference``: a dead ``b``
     component is kept as -1, which is what makes A - B work). Works on class tables: bytes in
     the same class of both automata step alike, so the product steps once per pair of classes
     (numbered by first byte) and never expands either side to 256 columns."""
-    table_a, cls_a = automaton._class_table(a)
-    table_b, cls_b = automaton._class_table(b)
-    # shared classes, numbered by first byte; local[0|1, c] = A's | B's class of shared class c
-    class_of, local = automaton._column_classes(np.ascontiguousarray(np.stack([cls_a, cls_b]).T))
-    ta = np.ascontiguousarray(table_a[:, local[0]], dtype=np.int32)
-    tb = np.ascontiguousarray(table_b[:, local[1]], dtype=np.int32)
+    class_of, ta, tb = _shared_class_tables(a, b)
     rows, accepting, n = _product_kernel(ta, tb, a.accepting.astype(np.bool_), b.accepting.astype(np.bool_),
                                          difference, MAX_DFA_STATES, DENSE_PAIR_CELLS)
     if n < 0:
@@ -343,13 +351,10 @@ def _minus_finite(a: DFA, b: DFA) -> DFA | None:
     a separate co-reachability pass)."""
     if a.start != 0 or b.start != 0 or not a.trim:
         return None
-    table_a, cls_a = automaton._class_table(a)
-    table_b, cls_b = automaton._class_table(b)
-    class_of, local = automaton._column_classes(np.ascontiguousarray(np.stack([cls_a, cls_b]).T))
-    ta = np.ascontiguousarray(table_a[:, local[0]], dtype=np.int32)
-    tb = np.ascontiguousarray(table_b[:, local[1]], dtype=np.int32)
+    class_of, ta, tb = _shared_class_tables(a, b)
     kinds = vars(a).get("_language_kinds")
     if kinds is None:
+        table_a = automaton._class_table(a)[0]
         kinds = vars(a).setdefault("_language_kinds", _language_kinds(np.ascontiguousarray(table_a, dtype=np.int32)))
     rows, accepting, n = _minus_finite_kernel(ta, tb, a.accepting.astype(np.bool_), b.accepting.astype(np.bool_), kinds)
     if n <= 0:
