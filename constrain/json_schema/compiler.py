@@ -488,7 +488,7 @@ class _Builder:
             return None
         if len(pieces) == 1:
             return pieces[0]
-        if all(p in self._fixed for p in pieces):  # (`"type": ["integer", "null"]`: a process piece too)
+        if all(p in self._fixed and p not in self._standalone for p in pieces):  # (`["integer", "null"]`: a process piece)
             union = _fixed_union(tuple(pieces))
             self._fixed.add(union)
             return union
