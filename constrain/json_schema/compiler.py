@@ -38,6 +38,12 @@ _ANY_VALUE_RULES: dict = {}  # (whitespace, max_whitespace) -> (nonterminal name
 # schema-independent pieces glued into most other terminals: static automata (``_keep_static_pieces``)
 _STATIC_PIECES = (*_PUNCTUATION, *num.JSON_NUMBER[1], num.JSON_INTEGER, _BOOLEAN, js.ANY_STRING_BODY)
 _static_pieces_kept = False
+def _fixed_values() -> tuple:
+    """The value languages that do not depend on the schema (any integer, any number, a boolean):
+    fixed pieces of every builder (``_Builder._fixed``) and process pieces."""
+    return num.integer_every_spelling(), num.JSON_NUMBER, _BOOLEAN
+
+
 _FIXED_UNIONS: dict = {}  # alternatives, each a schema-independent piece -> their union, one object per process
 
 
@@ -63,9 +69,8 @@ def _keep_static_pieces(ws) -> None:
     if not _static_pieces_kept:
         for piece in _STATIC_PIECES:
             automaton.keep_static(piece)
-        # (a literal's one character too: concatenations hold it flattened)
-        for piece in (*_PUNCTUATION, *[p[1][0] for p in _PUNCTUATION], num.JSON_NUMBER, *num.JSON_NUMBER[1],
-                      num.integer_every_spelling(), _BOOLEAN):
+        # (a literal's one character and a number's pieces too: concatenations hold them flattened)
+        for piece in (*_PUNCTUATION, *[p[1][0] for p in _PUNCTUATION], *num.JSON_NUMBER[1], *_fixed_values()):
             automaton.mark_process_piece(piece)
         _static_pieces_kept = True
     if ws is not None:
@@ -180,7 +185,7 @@ class _Builder:
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
         # like the characters' spellings, instead of once per schema
         self._fixed: set = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null"),
-                            num.integer_every_spelling(), num.JSON_NUMBER, _BOOLEAN}
+                            *_fixed_values()}
         if self.ws is not None:
             self._fixed.add(self.ws)
         _keep_static_pieces(self.ws)
@@ -751,12 +756,12 @@ class _Builder:
         try:
             result = boolean.intersect(*parts)
         except RegexError as e:  # too big together: say which keywords, where (a length bound may go)
-            counted = bool(min_len or max_len is not None)
-            key = ("maxLength" if max_len is not None else "minLength") if counted else (
-                "pattern" if patterns else "format")
-            self.refuse(key, f"{pointer}/{key}", f"together with the other string keywords here: {str(e).splitlines()[0]}")
-            if not counted:  # (under unsupported="ignore" too: nothing looser that is still regular)
-                raise UnsupportedSchemaError(key, f"{pointer}/{key}", str(e).splitlines()[0]) from e
+            why = f"together with the other string keywords here: {str(e).splitlines()[0]}"
+            if not (min_len or max_len is not None):  # (nothing to drop that leaves a regular language)
+                key = "pattern" if patterns else "format"
+                raise UnsupportedSchemaError(key, f"{pointer}/{key}", why) from e
+            key = "maxLength" if max_len is not None else "minLength"
+            self.refuse(key, f"{pointer}/{key}", why)
             return self._string_parts({k: v for k, v in schema.items() if k not in ("minLength", "maxLength")},
                                       pointer, regular)
         if result is None:

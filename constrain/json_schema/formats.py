@@ -29,12 +29,12 @@ _IPV6 = "(?:" + "|".join([
     f"(?:(?:{_H16}:){{0,5}}{_H16})?::{_H16}",
     f"(?:(?:{_H16}:){{0,6}}{_H16})?::",
 ]) + ")"
-_LABEL = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-
-
 def _labels(longest: int) -> str:
     """A label of 1..``longest`` characters (RFC 1123: letters, digits, inner hyphens)."""
     return f"[A-Za-z0-9](?:[A-Za-z0-9-]{{0,{longest - 2}}}[A-Za-z0-9])?"
+
+
+_LABEL = _labels(63)
 
 
 # RFC 1123 caps a name at 253 characters. Counting that in the automaton (labels up to 63 and the
@@ -42,7 +42,7 @@ def _labels(longest: int) -> str:
 # it: up to 3 labels of 63, 4 of 62, or 5-9 labels of 27 (at most 251 characters); labels of 63 in
 # names of 5+ labels, or 28+ in names of 5+ labels, are left out. A bounded language also lets a
 # `maxLength` of 253 or more go without a counter (`"maxLength": 255` beside it used to exceed it).
-_HOSTNAME = (f"(?:{_labels(63)}(?:\\.{_labels(63)}){{0,2}}|{_labels(62)}(?:\\.{_labels(62)}){{3}}"
+_HOSTNAME = (f"(?:{_LABEL}(?:\\.{_LABEL}){{0,2}}|{_labels(62)}(?:\\.{_labels(62)}){{3}}"
              f"|{_labels(27)}(?:\\.{_labels(27)}){{4,8}})")
 # RFC 3339 appendix A: each unit is followed only by the next smaller one (P1Y2D and PT1H2S are invalid)
 _DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
