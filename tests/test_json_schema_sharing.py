@@ -208,6 +208,8 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     again, _ = masks()
     assert lexer._STATIC_FLAT[0].shape[0] == size
     monkeypatch.setattr(lexer, "STATIC_TEMPLATE_CELLS", 1 << 62)
+    monkeypatch.setattr(lexer, "SHARED_MAX_CELLS", 1 << 62)
+    monkeypatch.setattr(lexer, "_SHARED", [])  # (a fresh shared store: the process's one holds the template)
     copied, lexers = masks()
     assert not (lexers._tpl["row"][: lexers._tpl_n] < 0).any()
     for k, (a, b, c) in enumerate(zip(first, again, copied)):
@@ -235,6 +237,7 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
 
     def masks(s: dict, doc: dict):
         automaton.clear_memo()
+        used.clear()
         compiled = constrain.compile(Grammar.from_json_schema(s, whitespace="flexible"), index, cache=False)
         m, out = compiled.matcher(), []
         for t in tok.encode(json.dumps(doc, indent=1), add_special_tokens=False):
@@ -243,11 +246,16 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
             out.append(bm)
             m.advance(t)
         assert m.is_accepting()
-        used.clear()
-        used.update(id(d) for d in compiled.lexers._tpl_kept)  # the automata its templates came from
         return out
 
-    used: set = set()
+    used: set = set()  # the automata the last compile's templates came from
+    dfa_template = lexer.LexerBlocks._dfa_template
+
+    def recording(self, dfa):
+        used.add(id(dfa))
+        return dfa_template(self, dfa)
+
+    monkeypatch.setattr(lexer.LexerBlocks, "_dfa_template", recording)
 
     def doc(prefix: str) -> dict:
         return {prefix + "n": None, prefix + "x": -1.5e3, prefix + "b": True, prefix + "i": 1e2}
@@ -269,3 +277,53 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
     assert len(first) == len(built)
     for a, b in zip(first, built):
         assert torch.equal(a, b)
+
+
+def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, monkeypatch):
+    """The template of an automaton kept for the process (what follows a key: ``ws : ws`` and an
+    integer) goes into the shared template store the first time a lexer uses it, so a later
+    compile starts with it and stores nothing for it; a template of a schema's own automaton
+    (an enum) is never shared. Masks equal those of lexers that store every template themselves."""
+    import constrain
+    import torch
+    from constrain.cfg import lexer
+
+    tok, index = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}, "kind": {"enum": ["up", "down"]}},
+              "required": ["count", "kind"]}
+    ids = tok.encode(json.dumps({"count": -12, "kind": "down"}), add_special_tokens=False)
+    stored: list = []
+    add_template = lexer.LexerBlocks._add_template
+
+    def recording(self, key, keep, parts, static_row=-1):
+        if self is not lexer._shared_store() and key[0] == "dfa":
+            stored.append(keep)
+        return add_template(self, key, keep, parts, static_row)
+
+    monkeypatch.setattr(lexer.LexerBlocks, "_add_template", recording)
+
+    def masks():
+        automaton.clear_memo()
+        stored.clear()
+        compiled = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible"), index, cache=False)
+        m, out = compiled.matcher(), []
+        for t in ids:
+            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
+            m.fill_bitmask(bm)
+            out.append(bm)
+            m.advance(t)
+        assert m.is_accepting()
+        return out, list(stored)
+
+    first, _ = masks()
+    again, own = masks()
+    assert own, "the enum's automaton is the schema's own: its lexer stores it"
+    assert not any(automaton.lives_for_process(d) for d in own), "a process automaton was stored again"
+    shared = lexer._shared_store()._tpl_kept
+    assert any(automaton.lives_for_process(d) for d in shared) and not any(d in shared for d in own)
+    monkeypatch.setattr(lexer, "_share_template", lambda *a, **k: None)
+    monkeypatch.setattr(lexer, "_SHARED", [])
+    alone, alone_stored = masks()
+    assert any(automaton.lives_for_process(d) for d in alone_stored)
+    for a, b, c in zip(first, again, alone):
+        assert torch.equal(a, c) and torch.equal(b, c)

@@ -937,17 +937,21 @@ class LexerBlocks:
     def _dfa_template(self, dfa) -> int:
         """Template of ``dfa``: its class table as it is (targets are its own state ids); a big
         automaton that lives for the process keeps its rows in the process's static table."""
-        hit = self._tpl_of.get(("dfa", id(dfa)))
+        key = ("dfa", id(dfa), self.token_depth)  # (mask classes within it depend on the depth)
+        hit = self._tpl_of.get(key)
         if hit is not None:
             return hit
         parts = _dfa_template_parts(dfa, self.token_depth)
         static_row = -1
-        if parts.n * parts.width >= STATIC_TEMPLATE_CELLS and lives_for_process(dfa):
+        for_process = lives_for_process(dfa)
+        if for_process and parts.n * parts.width >= (SHARED_MAX_CELLS if self._shares else STATIC_TEMPLATE_CELLS):
             static_row = _static_rows(dfa, parts)
             if self._static_flat is not _STATIC_FLAT[0]:
                 self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
                 self._lx = None
-        return self._add_template(("dfa", id(dfa)), dfa, parts, static_row)
+        if for_process and self._shares and parts.n <= SHARED_MAX_STATES:  # and for every later lexer
+            _share_template(key, dfa, parts, static_row)
+        return self._add_template(key, dfa, parts, static_row)
 
     def _piece_template(self, pid: int) -> int:
         """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
@@ -956,10 +960,7 @@ class LexerBlocks:
             return hit
         parts = _piece_template_parts(pid)
         if self._shares:  # and for every later LexerBlocks
-            store = _shared_store()
-            with _SHARED_LOCK:
-                if ("piece", pid) not in store._tpl_of:
-                    store._add_template(("piece", pid), None, parts)
+            _share_template(("piece", pid), None, parts)
         return self._add_template(("piece", pid), None, parts)
 
     def _add_template(self, key: tuple, keep, parts: "_TemplateParts", static_row: int = -1) -> int:
@@ -1140,6 +1141,29 @@ def _shared_store() -> "LexerBlocks":
             if not _SHARED:
                 _SHARED.append(LexerBlocks([], frozenset(), shared=False))
     return _SHARED[0]
+
+
+def _share_template(key: tuple, keep, parts: _TemplateParts, static_row: int = -1) -> None:
+    """Add a template of something that lives for the process (a static piece's chain link, a
+    process automaton such as what follows a key) to the shared store, if it is not there: every
+    later ``LexerBlocks`` starts with it. Storing a process automaton's template again in each
+    compile (rows, flags, classes, its class map) cost ~15 us for a small one inside the first mask
+    that reached it (~600 of them in 60 MaskBench files). Each new lexer copies the store, so only
+    templates of at most ``SHARED_MAX_STATES`` states are shared, rows past ``SHARED_MAX_CELLS``
+    cells are in the static table (``_static_rows``), and copied rows stay under
+    ``SHARED_FLAT_CELLS`` in all."""
+    store = _shared_store()
+    with _SHARED_LOCK:
+        if key in store._tpl_of:
+            return
+        if static_row < 0 and store._flat_n + parts.n * parts.width > SHARED_FLAT_CELLS:
+            return
+        store._add_template(key, keep, parts, static_row)
+
+
+SHARED_FLAT_CELLS = 1 << 16  # rows copied into the shared store (each new lexer copies them: ~256 KB at most)
+SHARED_MAX_STATES = 1024  # a shared template's states (its flags and classes are copied too)
+SHARED_MAX_CELLS = 4096  # a process automaton of more cells keeps its rows in the static table (when sharing)
 
 
 def _piece_template_parts(pid: int) -> _TemplateParts:
