@@ -1545,24 +1545,53 @@ def _piece_trie(words: list[bytes]):
     return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges)), n - 1
 
 
-# static piece (a character's spellings) -> its word trie, by ``id`` like ``_LINK_OF_OBJECT``: the
-# pieces live for the process, and spelling one cost ~80-100 us, most of an enum's or a key set's
-# automaton
-_TRIE_OF_OBJECT: dict[int, tuple] = {}
+class _PieceTries:
+    """The word tries of static pieces (a character's spellings), laid out flat once per process:
+    an enum's or a key set's automaton (``_spelled_trie_dfa``) reads its pieces' tries where they
+    are, by offsets, instead of concatenating them again per build (~10 us of a ~25 us build,
+    warm). Append-only, grown by doubling: a build holds the arrays as they were when it looked
+    its pieces up, and later appends never touch the edges it reads."""
 
+    def __init__(self) -> None:
+        self.of_object: dict[int, tuple] = {}  # id(piece) -> (piece, registry id or -1: no trie)
+        self.src = np.zeros(256, dtype=np.int64)
+        self.byte = np.zeros(256, dtype=np.int64)
+        self.dst = np.zeros(256, dtype=np.int64)
+        self.n_edges = 0
+        self.lo = np.zeros(16, dtype=np.int64)  # registry id -> its first edge
+        self.hi = np.zeros(16, dtype=np.int64)  # ... and the end of its edges
+        self.inner = np.zeros(16, dtype=np.int64)  # ... and its inner states
+        self.n = 0
 
-def _piece_word_trie(piece):
-    """``_piece_trie`` of a finite piece's words; None past 64 words or when they are no prefix
-    code. Kept for static pieces."""
-    known = _TRIE_OF_OBJECT.get(id(piece))
-    if known is not None and known[0] is piece:
-        return known[1]
-    w = _finite_words(piece, 64)
-    t = _piece_trie(w) if w else None
-    if _STATIC_OBJECTS.get(id(piece)) is piece:
+    def find(self, piece) -> int | None:
+        """Registry id of static ``piece``'s trie (-1: it has none), or None when it is not static."""
+        known = self.of_object.get(id(piece))
+        if known is not None and known[0] is piece:
+            return known[1]
+        if _STATIC_OBJECTS.get(id(piece)) is not piece:
+            return None
+        w = _finite_words(piece, 64)
+        t = _piece_trie(w) if w else None
         with _memo_lock:
-            _TRIE_OF_OBJECT[id(piece)] = (piece, t)
-    return t
+            known = self.of_object.get(id(piece))
+            if known is None:
+                known = self.of_object[id(piece)] = (piece, -1 if t is None else self._append(t))
+        return known[1]
+
+    def _append(self, trie: tuple) -> int:
+        src, byte, dst, inner = trie
+        m, k, e = len(src), self.n, self.n_edges
+        if e + m > self.src.shape[0]:
+            self.src, self.byte, self.dst = (grown(a, e + m) for a in (self.src, self.byte, self.dst))
+        if k == self.lo.shape[0]:
+            self.lo, self.hi, self.inner = (grown(a, k + 1) for a in (self.lo, self.hi, self.inner))
+        self.src[e: e + m], self.byte[e: e + m], self.dst[e: e + m] = src, byte, dst
+        self.lo[k], self.hi[k], self.inner[k] = e, e + m, inner
+        self.n_edges, self.n = e + m, k + 1
+        return k
+
+
+_PIECE_TRIES = _PieceTries()
 
 
 def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
@@ -1573,7 +1602,9 @@ def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
     state by state (they must not clash: no word of one a prefix of another's; else None and the
     NFA path decides), then minimised (acyclic). Built in one numba call (``_spelled_trie_rows``):
     the Python version of the same steps cost ~0.5-1 ms for 30 names, most of the undeclared keys'
-    automaton of an object (``boolean.lazy_difference``). A 70-value enum: 42 ms (NFA) -> 2.7 ms."""
+    automaton of an object (``boolean.lazy_difference``). A 70-value enum: 42 ms (NFA) -> 2.7 ms.
+    Static pieces' tries are read from the process's registry (``_PieceTries``); a build with
+    another piece lays its pieces' tries out itself."""
     if node[0] != "alt" or sum(len(c[1]) if c[0] == "cat" else 1 for c in node[1]) < _SPELLED_TRIE_PIECES:
         return None
     index_of_id, index_of, pieces = {}, {}, []
@@ -1590,18 +1621,34 @@ def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
                 index_of_id[id(p)] = k
             seq_ids.append(k)
         seq_ptr.append(len(seq_ids))
-    tries = []
-    for p in pieces:
-        t = _piece_word_trie(p)
-        if t is None:
-            return None
-        tries.append(t)
-    t_ptr = np.zeros(len(pieces) + 1, dtype=np.int64)
-    t_ptr[1:] = np.cumsum([len(t[0]) for t in tries])
-    t_src, t_byte, t_dst = (np.concatenate([t[j] for t in tries]).astype(np.int64, copy=False) for j in range(3))
-    inner = np.array([t[3] for t in tries], dtype=np.int64)
+    reg = _PIECE_TRIES
+    found = [reg.find(p) for p in pieces]
+    if -1 in found:
+        return None
+    if None not in found:
+        with _memo_lock:  # (arrays as they are now: later appends never touch these edges)
+            ids = np.array(found, dtype=np.int64)
+            lo, hi, inner = reg.lo[ids], reg.hi[ids], reg.inner[ids]
+            t_src, t_byte, t_dst = reg.src, reg.byte, reg.dst
+    else:  # some piece is not static (a non-ASCII character): its trie is built here, not kept
+        tries = []
+        for p, k in zip(pieces, found):
+            if k is None:
+                w = _finite_words(p, 64)
+                t = _piece_trie(w) if w else None
+                if t is None:
+                    return None
+            else:
+                with _memo_lock:
+                    a, b = int(reg.lo[k]), int(reg.hi[k])
+                    t = reg.src[a:b], reg.byte[a:b], reg.dst[a:b], int(reg.inner[k])
+            tries.append(t)
+        hi = np.cumsum([len(t[0]) for t in tries]).astype(np.int64)
+        lo = hi - np.array([len(t[0]) for t in tries], dtype=np.int64)
+        t_src, t_byte, t_dst = (np.concatenate([t[j] for t in tries]).astype(np.int64, copy=False) for j in range(3))
+        inner = np.array([t[3] for t in tries], dtype=np.int64)
     rows, accepting, col = _spelled_trie_rows(np.array(seq_ids, dtype=np.int64), np.array(seq_ptr, dtype=np.int64),
-                                              t_ptr, t_src, t_byte, t_dst, inner, np.int64(4 * MAX_DFA_STATES))
+                                              lo, hi, t_src, t_byte, t_dst, inner, np.int64(4 * MAX_DFA_STATES))
     if rows.shape[0] == 0:
         return None
     if not minimal:  # (a trie from its root: trim)
@@ -1618,13 +1665,13 @@ def spelled_trie_dfa(node) -> DFA | None:
 
 
 @numba.njit(cache=True)
-def _spelled_trie_rows(seq_ids, seq_ptr, t_ptr, t_src, t_byte, t_dst, inner, max_states):  # pragma: no cover
+def _spelled_trie_rows(seq_ids, seq_ptr, lo, hi, t_src, t_byte, t_dst, inner, max_states):  # pragma: no cover
     """The trie DFA of ``_spelled_trie_dfa`` before minimising: (rows [S, C] over the bytes the
     pieces use (class 0: every other byte, dead), accepting, byte -> class); no rows when two
     pieces branching at one node clash or past ``max_states``.
 
     Value ``v`` is the piece sequence ``seq_ids[seq_ptr[v]:seq_ptr[v + 1]]``; piece ``k``'s words
-    are a trie of edges ``t_src/t_byte/t_dst[t_ptr[k]:t_ptr[k + 1]]`` (state 0 where it starts,
+    are a trie of edges ``t_src/t_byte/t_dst[lo[k]:hi[k]]`` (state 0 where it starts,
     1..``inner[k]`` inside, -1 where a word ends; an edge comes after the one into its source).
     States 0..N-1 are the value trie's nodes (0 the root), the rest each edge's inner states."""
     # the value trie: children as linked lists (first child, next sibling), keyed by piece
@@ -1652,8 +1699,9 @@ def _spelled_trie_rows(seq_ids, seq_ptr, t_ptr, t_src, t_byte, t_dst, inner, max
         ends[u] = True
     # byte classes: one per byte some piece reads, in byte order (0: the rest)
     col = np.zeros(256, dtype=np.int32)
-    for e in range(t_byte.shape[0]):
-        col[t_byte[e]] = 1
+    for k in range(lo.shape[0]):
+        for e in range(lo[k], hi[k]):
+            col[t_byte[e]] = 1
     n_cls = 1
     for b in range(256):
         if col[b]:
@@ -1673,7 +1721,7 @@ def _spelled_trie_rows(seq_ids, seq_ptr, t_ptr, t_src, t_byte, t_dst, inner, max
         while w >= 0:
             k = piece[w]
             at[0] = u
-            for e in range(t_ptr[k], t_ptr[k + 1]):
+            for e in range(lo[k], hi[k]):
                 src = at[t_src[e]]
                 c = col[t_byte[e]]
                 t = rows[src, c]
