@@ -197,14 +197,15 @@ def test_long_string_lengths_chunked(lo, hi, index):
 
 
 def test_max_length_32767(index, real_vocab):
-    """JSONSchemaBench's most frequent long bound, inside an object, text and token level."""
+    """JSONSchemaBench's most frequent long bound, inside an object, text and token level. The
+    bound is counted in chunks, never as a state per character: the lexer lays out a few dozen
+    automaton states for it (its compile time is in ``benchmarks/bench_jsonschemabench.py``)."""
     tok, idx = real_vocab("smollm2")
     schema = {"type": "object", "properties": {"description": {"type": "string", "maxLength": 32767}}}
-    t0 = time.perf_counter()
     g = compiled(schema, idx, **SPEC)
     m = g.matcher()
     m.fill_bitmask(np.zeros((1, (len(tok) + 31) // 32), dtype=np.int32))
-    assert time.perf_counter() - t0 < 10.0  # ~0.2 s alone; generous for a loaded machine
+    assert g.lexers._n_comp < 2_000, "the length bound was built as an automaton state per character"
     rng = random.Random(32767)
     text = _string_of(rng, 32767)
     assert len(text) == 32767
