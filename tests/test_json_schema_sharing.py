@@ -203,7 +203,7 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
         return out, lexers
 
     first, lexers = masks()
-    assert (lexers._tpl["row"][: lexers._tpl_n] < 0).any(), "no template read the static table"
+    assert (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any(), "no template read the static table"
     size = lexer._STATIC_FLAT[0].shape[0]
     again, _ = masks()
     assert lexer._STATIC_FLAT[0].shape[0] == size
@@ -211,7 +211,7 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     monkeypatch.setattr(lexer, "SHARED_MAX_CELLS", 1 << 62)
     monkeypatch.setattr(lexer, "_SHARED", [])  # (a fresh shared store: the process's one holds the template)
     copied, lexers = masks()
-    assert not (lexers._tpl["row"][: lexers._tpl_n] < 0).any()
+    assert not (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any()
     for k, (a, b, c) in enumerate(zip(first, again, copied)):
         assert torch.equal(a, c) and torch.equal(b, c), index.decode_bytes(ids[:k])
 

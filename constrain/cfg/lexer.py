@@ -44,6 +44,10 @@ LX_TERM_COMP, LX_NO_WORD, LX_BLOCK_WORK = 30, 31, 34
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
+# rows of ``LexerBlocks._tpl``, per template: its first row in the flat table (``~offset`` in the
+# static one), states, row width, class map, mask classes, where its flags and classes start
+TPL_ROW, TPL_STATES, TPL_WIDTH, TPL_MAP, TPL_N_CLASSES, TPL_ACC_OFF = range(6)
+TPL_FIELDS = 6
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 # rows the transition table (1 KB a state) reserves at once: allocated without being written (the
@@ -601,40 +605,53 @@ def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_o
 
 
 @numba.njit(cache=True)
-def _append_copies(tids, terms, base, next_class, tpl_row, tpl_states, tpl_width, tpl_map, tpl_n_classes,
-                   tpl_acc_off, tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term, comp_class,
-                   comp_cls_id):  # pragma: no cover - numba
-    """Lay templates ``tids`` out one after another as component states, numbered from ``base``,
-    copy ``j`` for terminal ``terms[j]``: a copy's states point at its template's rows
-    (``comp_row``), whose targets are relative to the copy's first state (``comp_shift``), so a
-    copy writes per-state facts only, never a row. A copy's mask classes follow the previous
-    copy's. Returns the arrays (grown as needed), the states added and the next free class."""
+def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term,
+                   comp_class, comp_cls_id, single_of, utf8_memo):  # pragma: no cover - numba
+    """Lay templates ``tids`` out one after another as component states, numbered from ``base``:
+    run ``r`` (``tids[run_ptr[r]:run_ptr[r + 1]]``) is terminal ``terms[r]``. A copy's states point
+    at its template's rows (``comp_row``), whose targets are relative to the copy's first state
+    (``comp_shift``), so a copy writes per-state facts only, never a row. A copy's mask classes
+    follow the previous copy's (``ctr[NEXT_CLASS]``, advanced). ``tpl``: the template table
+    (``TPL_*`` rows). Returns the arrays (grown as needed), each run's first state and the new
+    component count. (One call with the template table as one array: as 18 arguments, unboxing
+    them was ~8 us of a cold call, and growing two arrays in Python after it ~3 us more.)"""
     n = 0
     for j in range(tids.shape[0]):
-        n += tpl_states[tids[j]]
-    comp_row = grown(comp_row, base + n)
-    comp_shift = grown(comp_shift, base + n)
-    comp_acc = grown(comp_acc, base + n)
-    comp_term = grown(comp_term, base + n)
-    comp_class = grown(comp_class, base + n)
-    comp_cls_id = grown(comp_cls_id, base + n)
+        n += tpl[TPL_STATES, tids[j]]
+    top = base + n
+    comp_row = grown(comp_row, top)
+    comp_shift = grown(comp_shift, top)
+    comp_acc = grown(comp_acc, top)
+    comp_term = grown(comp_term, top)
+    comp_class = grown(comp_class, top)
+    comp_cls_id = grown(comp_cls_id, top)
+    single_of = grown(single_of, top)
+    utf8_memo = grown(utf8_memo, top)
+    firsts = np.empty(terms.shape[0], dtype=np.int64)
     g = base
-    cls = next_class
-    for j in range(tids.shape[0]):
-        k = tids[j]
-        w = tpl_width[k]
-        a = tpl_acc_off[k]
-        for s in range(tpl_states[k]):
-            # (a row in the static table is ``~offset``: its state s at ``~(offset + s * w)``)
-            comp_row[g + s] = tpl_row[k] + s * w if tpl_row[k] >= 0 else tpl_row[k] - s * w
-            comp_shift[g + s] = g
-            comp_acc[g + s] = tpl_acc[a + s]
-            comp_term[g + s] = terms[j]
-            comp_class[g + s] = cls + tpl_class[a + s]
-            comp_cls_id[g + s] = tpl_map[k]
-        g += tpl_states[k]
-        cls += tpl_n_classes[k]
-    return comp_row, comp_shift, comp_acc, comp_term, comp_class, comp_cls_id, n, cls
+    cls = ctr[NEXT_CLASS]
+    for r in range(terms.shape[0]):
+        firsts[r] = g
+        for j in range(run_ptr[r], run_ptr[r + 1]):
+            k = tids[j]
+            w = tpl[TPL_WIDTH, k]
+            a = tpl[TPL_ACC_OFF, k]
+            row = tpl[TPL_ROW, k]
+            m = tpl[TPL_MAP, k]
+            for s in range(tpl[TPL_STATES, k]):
+                # (a row in the static table is ``~offset``: its state s at ``~(offset + s * w)``)
+                comp_row[g + s] = row + s * w if row >= 0 else row - s * w
+                comp_shift[g + s] = g
+                comp_acc[g + s] = tpl_acc[a + s]
+                comp_term[g + s] = terms[r]
+                comp_class[g + s] = cls + tpl_class[a + s]
+                comp_cls_id[g + s] = m
+                single_of[g + s] = -1
+                utf8_memo[g + s] = 0
+            g += tpl[TPL_STATES, k]
+            cls += tpl[TPL_N_CLASSES, k]
+    ctr[NEXT_CLASS] = cls
+    return comp_row, comp_shift, comp_acc, comp_term, comp_class, comp_cls_id, single_of, utf8_memo, firsts, top
 
 
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
@@ -737,8 +754,7 @@ class LexerBlocks:
         self._class_cuts = np.ones((8, 256), dtype=np.bool_)  # [maps, 256]: byte b starts a new class
         self._class_width = np.zeros(8, dtype=np.int32)  # classes per map
         self._tpl_of: dict[tuple, int] = {}
-        self._tpl = {name: np.zeros(16, dtype=np.int64)
-                     for name in ("row", "states", "width", "map", "n_classes", "acc_off")}
+        self._tpl = np.zeros((TPL_FIELDS, 16), dtype=np.int64)  # [TPL_*, template]
         self._tpl_acc = np.zeros(64, dtype=np.bool_)
         self._tpl_class = np.zeros(64, dtype=np.int64)
         self._tpl_n = 0
@@ -751,7 +767,7 @@ class LexerBlocks:
         with _SHARED_LOCK:
             for name in self._TEMPLATE_ARRAYS:
                 setattr(self, name, getattr(other, name).copy())
-            self._tpl = {name: a.copy() for name, a in other._tpl.items()}
+            self._tpl = other._tpl.copy()
             self._tpl_of = dict(other._tpl_of)
             self._class_maps = dict(other._class_maps)
             self._flat_n, self._tpl_items, self._tpl_n = other._flat_n, other._tpl_items, other._tpl_n
@@ -900,32 +916,21 @@ class LexerBlocks:
     def _append_copies(self, terms: list[int], templates: list[list[int]]) -> list[int]:
         """Component states of terminals ``terms``, each a run of copies of its ``templates``, laid
         out one after another in one call (the numba ``_append_copies``); returns each one's first."""
-        tp = self._tpl
-        base = self._n_comp
         before = self._component_arrays()
-        flat = [tid for run in templates for tid in run]
-        tids = np.array(flat, dtype=np.int64)
-        of_term = np.repeat(np.array(terms, dtype=np.int32), [len(run) for run in templates])
+        if len(terms) == 1:
+            tids, run_ptr = np.array(templates[0], dtype=np.int64), np.array([0, len(templates[0])], dtype=np.int64)
+        else:
+            tids = np.array([tid for run in templates for tid in run], dtype=np.int64)
+            run_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
+            np.cumsum([len(run) for run in templates], out=run_ptr[1:])
         (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
-         n, next_class) = _append_copies(
-            tids, of_term, base, int(self._ctr[NEXT_CLASS]), tp["row"], tp["states"],
-            tp["width"], tp["map"], tp["n_classes"], tp["acc_off"], self._tpl_acc, self._tpl_class,
-            self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id)
-        self._ctr[NEXT_CLASS] = next_class
-        self._n_comp = base + n
-        # per-component arrays the expansion indexes (numba checks no bounds: they cover every component)
-        self._single_of = _room(self._single_of, self._n_comp, -1)
-        self._utf8_memo = _room(self._utf8_memo, self._n_comp, 0)
+         self._single_of, self._utf8_memo, firsts, self._n_comp) = _append_copies(
+            tids, run_ptr, np.array(terms, dtype=np.int32), self._n_comp, self._ctr, self._tpl, self._tpl_acc,
+            self._tpl_class, self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
+            self._comp_cls_id, self._single_of, self._utf8_memo)
         if any(a is not b for a, b in zip(before, self._component_arrays())):
             self._lx = None
-        if len(terms) == 1:
-            return [base]
-        states = iter(tp["states"][tids].tolist())
-        firsts, g = [], base
-        for run in templates:
-            firsts.append(g)
-            g += sum(next(states) for _ in run)
-        return firsts
+        return firsts.tolist()
 
     def _component_arrays(self) -> tuple:
         """The per-component arrays ``lx`` holds (``_append_copies`` replaces them only when they
@@ -969,10 +974,9 @@ class LexerBlocks:
         its rows are in the process's static table (``_static_rows``; -1: copied into ours)."""
         n, w = parts.n, parts.width
         tid = self._tpl_n
+        if tid == self._tpl.shape[1]:
+            self._tpl = np.concatenate([self._tpl, np.zeros_like(self._tpl)], axis=1)  # (doubling)
         tp = self._tpl
-        if tid == tp["row"].shape[0]:
-            for name in tp:
-                tp[name] = _room(tp[name], tid + 1, 0)
         top, items = self._flat_n, self._tpl_items
         if static_row >= 0:
             row = ~static_row
@@ -988,9 +992,7 @@ class LexerBlocks:
             self._tpl_class = _room(self._tpl_class, items + n, 0)
         self._tpl_acc[items: items + n] = parts.accepting
         self._tpl_class[items: items + n] = parts.local_class
-        tp["row"][tid], tp["states"][tid], tp["width"][tid] = row, n, w
-        tp["map"][tid], tp["acc_off"][tid] = self._class_map(parts), items
-        tp["n_classes"][tid] = parts.n_classes
+        tp[:, tid] = row, n, w, self._class_map(parts), parts.n_classes, items  # (the TPL_* order)
         self._flat_n, self._tpl_items, self._tpl_n = top, items + n, tid + 1
         self._tpl_of[key] = tid
         if keep is not None:

@@ -1564,12 +1564,15 @@ class _PieceTries:
         self.n = 0
 
     def find(self, piece) -> int | None:
-        """Registry id of static ``piece``'s trie (-1: it has none), or None when it is not static."""
+        """Registry id of static ``piece``'s trie (-1: it has none), or None when it is not static.
+        A piece equal to a static node but not that object (built again elsewhere) reads the
+        static node's trie, found by value."""
         known = self.of_object.get(id(piece))
         if known is not None and known[0] is piece:
             return known[1]
         if _STATIC_OBJECTS.get(id(piece)) is not piece:
-            return None
+            kept = _STATIC_NODES.get(piece)
+            return None if kept is None else self.find(kept)
         w = _finite_words(piece, 64)
         t = _piece_trie(w) if w else None
         with _memo_lock:
