@@ -531,9 +531,54 @@ def test_strict_default_forbids_undeclared_properties(index):
     assert compiled({"type": "object"}, index).accepts_text('{"k":[1,{"n":null}]}')
 
 
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_undeclared_keys_beside_a_veto_mask_as_the_difference_automaton(real_vocab, monkeypatch, vocab):
+    """Undeclared keys run as any string beside the declared names' trie (a veto component) give
+    the masks the difference automaton gives, state by state along documents whose keys are
+    declared names in other spellings, their prefixes and extensions, non-ASCII and empty keys;
+    in flexible whitespace, with enough members that a key's tokens cross into the next terminal."""
+    from constrain.cfg import lexer
+
+    tok, index = real_vocab(vocab)
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "agé": {"type": "integer"},
+                                               "n": {"type": "boolean"}},
+              "additionalProperties": {"type": ["integer", "boolean"]}}
+    docs = ['{"name": "a", "nam": 1, "names": true, "": 2, "nam\\u00e9": false}',
+            '{"ag\\u00e9": 3, "ag": false, "ag\\u00e9e": 5, "nn": 7, "\\u006e\\u006e": true}',
+            '{"n": false, "N": 1, "\\/": 2, "name\\"": 3, "\\u006eame ": 4}']
+    docs += [json.dumps(json.loads(d), indent=1, ensure_ascii=False) for d in docs[:2]]
+    invalid = ['{"name": "a", "n\\u0061me": 1}', '{"ag\\u00e9": 1, "ag\\u00E9": 2}', '{"n": true, "\\u006e": 1}']
+
+    def masks(text):
+        g = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible", strict=False), index, cache=False)
+        m, out = g.matcher(), []
+        for t in tok.encode(text, add_special_tokens=False):
+            mask = np.zeros((1, (index.vocab_size + 31) // 32), dtype=np.int32)
+            m.fill_bitmask(mask)
+            out.append(mask)
+            m.advance(t)
+        out.append(m.is_accepting())
+        return out
+
+    vetoed = [masks(d) for d in docs]
+    monkeypatch.setattr(lexer, "_vetoed_parts", lambda node: None)  # the difference automaton, built
+    for d, got in zip(docs, vetoed):
+        want = masks(d)
+        assert len(got) == len(want) and got[-1] is want[-1]
+        for k, (a, b) in enumerate(zip(got[:-1], want[:-1])):
+            assert np.array_equal(a, b), (d, k)
+    v = oracle(schema)
+    g = compiled(schema, index, whitespace="flexible", strict=False)
+    for d in docs:
+        assert v.is_valid(json.loads(d)) and g.accepts_text(d), d
+    for d in invalid:  # a declared name in another spelling is that member again, never an extra one
+        assert not g.accepts_text(d), d
+
+
 def test_undeclared_key_language_is_built_only_when_read(real_vocab):
-    """The keys of undeclared members (any string minus every spelling of the declared names) form
-    an automaton built on first use: a compile does not build it, and once read it is exact: an
+    """The keys of undeclared members (any string minus every spelling of the declared names) are
+    never built as a difference automaton: a compile does not build it, and the lexer runs any
+    string beside the declared names' trie as a veto (``lexer._vetoed_parts``). Exact: an
     undeclared key is taken, a declared name in any spelling is not an extra key, at text level
     and along a document's real tokens (each token's bit set in the mask before it)."""
     from constrain.regex.automaton import LazyDFA, clear_memo
@@ -552,7 +597,7 @@ def test_undeclared_key_language_is_built_only_when_read(real_vocab):
         m.fill_bitmask(mask)
         assert mask[0, t >> 5] >> (t & 31) & 1, (text, t)
         m.advance(t)
-    assert m.is_accepting() and any(d.is_built for d in lazy)
+    assert m.is_accepting() and not any(d.is_built for d in lazy)
     assert not g.accepts_text('{"name":"a","extra":1}')  # an extra member's value is a boolean
     assert not g.accepts_text('{"name":"a","n\\u0061me":true}')  # "name" escaped is declared, not extra
     assert not g.accepts_text('{"name":"a","age":true}')

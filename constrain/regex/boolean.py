@@ -540,8 +540,12 @@ def lazy_difference(node, minus):
     """AST leaf for ``L(node) - L(minus)`` when the caller knows it is not empty and that it holds
     no empty string (a member key: quoted), built on first use (``automaton.LazyDFA``; memoised like
     ``difference``, so equal requests share one automaton)."""
-    return _memoised(("lazy minus", node, minus),
-                     lambda: ("dfa", automaton.LazyDFA(lambda: _lazy_built(node, minus), empty_string=False)))
+    def leaf():
+        dfa = automaton.LazyDFA(lambda: _lazy_built(node, minus), empty_string=False)
+        dfa.difference_of = (node, minus)  # (the lexer may run the two side by side: ``lexer._vetoed_parts``)
+        return ("dfa", dfa)
+
+    return _memoised(("lazy minus", node, minus), leaf)
 
 
 def _lazy_built(node, minus) -> DFA:
