@@ -575,6 +575,55 @@ def test_undeclared_keys_beside_a_veto_mask_as_the_difference_automaton(real_voc
         assert not g.accepts_text(d), d
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_undeclared_keys_beside_a_veto_random_names(real_vocab, monkeypatch, seed):
+    """Random declared names and documents whose extra keys are the names' prefixes, extensions
+    and near misses (one character changed), each written with random escapes: the masks of the
+    veto components equal the difference automaton's, and the document is accepted."""
+    from constrain.cfg import lexer
+
+    rng = random.Random(seed)
+    tok, index = real_vocab("smollm2")
+    alphabet = "abcxyz_é日"
+    names = list(dict.fromkeys("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 6))) for _ in range(6)))
+    extras: list[str] = []
+    for n in names:
+        extras += [n[:-1], n + rng.choice(alphabet), n[:-1] + rng.choice("qQ")]
+    extras = [e for e in dict.fromkeys(extras) if e not in names]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names},
+              "additionalProperties": {"type": "boolean"}}
+
+    def spelled(key: str) -> str:  # each character raw or escaped at random
+        return "".join(f"\\u{ord(c):04{rng.choice('xX')}}" if rng.random() < 0.3 and ord(c) < 0x10000 else
+                       json.dumps(c, ensure_ascii=False)[1:-1] for c in key)
+
+    members = [f'"{spelled(n)}": {k}' for k, n in enumerate(names)] + [f'"{spelled(e)}": true' for e in extras]
+    doc = "{" + ", ".join(members) + "}"
+    assert oracle(schema).is_valid(json.loads(doc))
+    # a token per character where the keys are (masks at every character boundary: right after a
+    # declared name inside a longer extra key too), the model's own tokens elsewhere
+    ids = [t for k, c in enumerate(doc) for t in tok.encode(c, add_special_tokens=False)]
+    again = doc[:-1] + f', "{spelled(names[0])}": true}}'  # a declared name as an extra member
+    g = compiled(schema, index, whitespace="flexible", strict=False)
+    assert g.accepts_text(doc) and not g.accepts_text(again) and not oracle(schema).is_valid(json.loads(again))
+
+    def masks():
+        g = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible", strict=False), index, cache=False)
+        m, out = g.matcher(), []
+        for t in ids:
+            mask = np.zeros((1, (index.vocab_size + 31) // 32), dtype=np.int32)
+            m.fill_bitmask(mask)
+            out.append(mask)
+            m.advance(t)
+        assert m.is_accepting()
+        return out
+
+    vetoed = masks()
+    monkeypatch.setattr(lexer, "_vetoed_parts", lambda node: None)
+    for k, (a, b) in enumerate(zip(vetoed, masks())):
+        assert np.array_equal(a, b), (doc, k)
+
+
 def test_undeclared_key_language_is_built_only_when_read(real_vocab):
     """The keys of undeclared members (any string minus every spelling of the declared names) are
     never built as a difference automaton: a compile does not build it, and the lexer runs any
