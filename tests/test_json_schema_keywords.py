@@ -24,6 +24,7 @@ import constrain
 from constrain import Grammar
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import FORMATS
+from mask_walks import assert_same_masks, masks_along
 
 SPEC = dict(strict=False)  # specification semantics (undeclared properties allowed)
 
@@ -551,22 +552,12 @@ def test_undeclared_keys_beside_a_veto_mask_as_the_difference_automaton(real_voc
 
     def masks(text):
         g = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible", strict=False), index, cache=False)
-        m, out = g.matcher(), []
-        for t in tok.encode(text, add_special_tokens=False):
-            mask = np.zeros((1, (index.vocab_size + 31) // 32), dtype=np.int32)
-            m.fill_bitmask(mask)
-            out.append(mask)
-            m.advance(t)
-        out.append(m.is_accepting())
-        return out
+        return masks_along(g, tok.encode(text, add_special_tokens=False))
 
     vetoed = [masks(d) for d in docs]
     monkeypatch.setattr(lexer, "_vetoed_parts", lambda node: None)  # the difference automaton, built
     for d, got in zip(docs, vetoed):
-        want = masks(d)
-        assert len(got) == len(want) and got[-1] is want[-1]
-        for k, (a, b) in enumerate(zip(got[:-1], want[:-1])):
-            assert np.array_equal(a, b), (d, k)
+        assert_same_masks(got, masks(d), d)
     v = oracle(schema)
     g = compiled(schema, index, whitespace="flexible", strict=False)
     for d in docs:
@@ -609,19 +600,11 @@ def test_undeclared_keys_beside_a_veto_random_names(real_vocab, monkeypatch, see
 
     def masks():
         g = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible", strict=False), index, cache=False)
-        m, out = g.matcher(), []
-        for t in ids:
-            mask = np.zeros((1, (index.vocab_size + 31) // 32), dtype=np.int32)
-            m.fill_bitmask(mask)
-            out.append(mask)
-            m.advance(t)
-        assert m.is_accepting()
-        return out
+        return masks_along(g, ids)
 
     vetoed = masks()
     monkeypatch.setattr(lexer, "_vetoed_parts", lambda node: None)
-    for k, (a, b) in enumerate(zip(vetoed, masks())):
-        assert np.array_equal(a, b), (doc, k)
+    assert_same_masks(vetoed, masks(), doc)
 
 
 def test_undeclared_key_language_is_built_only_when_read(real_vocab):

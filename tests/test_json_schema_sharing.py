@@ -12,6 +12,7 @@ from constrain import Grammar
 from constrain.json_schema import strings
 from constrain.regex import automaton, boolean
 from constrain.regex.parse import parse_regex
+from mask_walks import assert_same_masks, masks_along
 
 NULLABLE = {"type": ["string", "null"], "maxLength": 40}
 SCHEMA = {"type": "object", "properties": {k: NULLABLE for k in ("a", "b", "c", "d")},
@@ -181,7 +182,6 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     cold compile stores nothing more, and the masks along a long string (ASCII, escapes,
     multibyte characters, past the chunk) equal those of a compile whose lexer copies the rows."""
     import constrain
-    import torch
     from constrain.cfg import lexer
 
     tok, index = real_vocab("smollm2")
@@ -192,15 +192,7 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     def masks():
         automaton.clear_memo()
         compiled = constrain.compile(Grammar.from_json_schema(schema), index, cache=False)
-        m, out = compiled.matcher(), []
-        for t in ids:
-            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
-            m.fill_bitmask(bm)
-            out.append(bm)
-            m.advance(t)
-        assert m.is_accepting()
-        lexers = (compiled._g if hasattr(compiled, "_g") else compiled).lexers
-        return out, lexers
+        return masks_along(compiled, ids), compiled.lexers
 
     first, lexers = masks()
     assert (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any(), "no template read the static table"
@@ -212,8 +204,8 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     monkeypatch.setattr(lexer, "_SHARED", [])  # (a fresh shared store: the process's one holds the template)
     copied, lexers = masks()
     assert not (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any()
-    for k, (a, b, c) in enumerate(zip(first, again, copied)):
-        assert torch.equal(a, c) and torch.equal(b, c), index.decode_bytes(ids[:k])
+    assert_same_masks(first, copied)
+    assert_same_masks(again, copied)
 
 
 def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
@@ -223,7 +215,6 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
     while a schema's own values (an enum) are not kept. Masks along a document equal those of a
     compile that builds every tail itself."""
     import constrain
-    import torch
     from constrain.cfg import lexer
 
     tok, index = real_vocab("smollm2")
@@ -239,14 +230,7 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
         automaton.clear_memo()
         used.clear()
         compiled = constrain.compile(Grammar.from_json_schema(s, whitespace="flexible"), index, cache=False)
-        m, out = compiled.matcher(), []
-        for t in tok.encode(json.dumps(doc, indent=1), add_special_tokens=False):
-            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
-            m.fill_bitmask(bm)
-            out.append(bm)
-            m.advance(t)
-        assert m.is_accepting()
-        return out
+        return masks_along(compiled, tok.encode(json.dumps(doc, indent=1), add_special_tokens=False))
 
     used: set = set()  # the automata the last compile's templates came from
     dfa_template = lexer.LexerBlocks._dfa_template
@@ -273,10 +257,7 @@ def test_what_follows_a_key_is_built_once_per_process(real_vocab, monkeypatch):
           {**doc("delta_"), "f": 7, "g": "cyan", "h": 12})
     assert automaton._PROCESS_TAILS.keys() == kept.keys(), "a schema's own enum was kept for the process"
     monkeypatch.setattr(lexer, "process_tail_dfa", lambda kids: None)
-    built = masks(schema("alpha_"), doc("alpha_"))
-    assert len(first) == len(built)
-    for a, b in zip(first, built):
-        assert torch.equal(a, b)
+    assert_same_masks(first, masks(schema("alpha_"), doc("alpha_")))
 
 
 def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, monkeypatch):
@@ -285,7 +266,6 @@ def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, mo
     compile starts with it and stores nothing for it; a template of a schema's own automaton
     (an enum) is never shared. Masks equal those of lexers that store every template themselves."""
     import constrain
-    import torch
     from constrain.cfg import lexer
 
     tok, index = real_vocab("smollm2")
@@ -306,14 +286,7 @@ def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, mo
         automaton.clear_memo()
         stored.clear()
         compiled = constrain.compile(Grammar.from_json_schema(schema, whitespace="flexible"), index, cache=False)
-        m, out = compiled.matcher(), []
-        for t in ids:
-            bm = torch.zeros((1, (index.vocab_size + 31) // 32), dtype=torch.int32)
-            m.fill_bitmask(bm)
-            out.append(bm)
-            m.advance(t)
-        assert m.is_accepting()
-        return out, list(stored)
+        return masks_along(compiled, ids), list(stored)
 
     first, _ = masks()
     again, own = masks()
@@ -325,5 +298,5 @@ def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, mo
     monkeypatch.setattr(lexer, "_SHARED", [])
     alone, alone_stored = masks()
     assert any(automaton.lives_for_process(d) for d in alone_stored)
-    for a, b, c in zip(first, again, alone):
-        assert torch.equal(a, c) and torch.equal(b, c)
+    assert_same_masks(first, alone)
+    assert_same_masks(again, alone)
