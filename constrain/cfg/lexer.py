@@ -962,7 +962,12 @@ class LexerBlocks:
             ids, tail = ids[:-1], static_piece_dfa(ids[-1])
         if tail.start != 0:  # a copy is entered at its first state
             return None
-        return [self._piece_template(p) for p in ids] + [self._dfa_template(tail)]
+        stored = self._tpl_of.get  # (a key's characters are in the shared store: looked up inline)
+        tids = [stored(("piece", p)) for p in ids]
+        if None in tids:
+            tids = [self._piece_template(p) for p in ids]
+        tids.append(self._dfa_template(tail))
+        return tids
 
     def _append_copies(self, terms: list[int], templates: list[list[int]]) -> list[int]:
         """Component states of terminals ``terms``, each a run of copies of its ``templates``, laid
