@@ -566,6 +566,23 @@ def test_undeclared_keys_beside_a_veto_mask_as_the_difference_automaton(real_voc
         assert not g.accepts_text(d), d
 
 
+def test_a_veto_needs_a_language_that_ends_where_its_words_end():
+    """The lexer runs A beside a veto trie of B only when A reads nothing after any of its words
+    (a quoted string): where B accepts, A could only have accepted. Otherwise (A = ``ab*``, B =
+    ``a``: A goes on after ``a``) the difference is built as before."""
+    from constrain.cfg import lexer
+    from constrain.json_schema import strings
+    from constrain.regex import automaton, boolean
+    from constrain.regex.parse import parse_regex
+
+    names = strings.string_literal("id"), strings.string_literal("name")
+    keys = boolean.lazy_difference(strings.string_of_length(), ("alt", names))
+    assert lexer._vetoed_parts(keys) is not None
+    words = ("alt", tuple(parse_regex(w) for w in ("a", "ab", "abb", "abbb")))
+    assert automaton.spelled_trie_dfa(words) is not None  # (so the veto is refused for A's sake)
+    assert lexer._vetoed_parts(boolean.lazy_difference(parse_regex("ab*"), words)) is None
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_undeclared_keys_beside_a_veto_random_names(real_vocab, monkeypatch, seed):
     """Random declared names and documents whose extra keys are the names' prefixes, extensions

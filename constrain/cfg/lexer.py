@@ -460,7 +460,7 @@ def block_start(lx, bits, is_ignore):  # pragma: no cover - numba
     ctr = lx[LX_CTR]
     if ctr[N_STATES] >= ctr[MAX_STATES]:
         return -1
-    starts = lx[LX_BLOCK_WORK]  # (as long as the terminal list)
+    starts = lx[LX_BLOCK_WORK]  # (twice the terminal list: a start and a veto each)
     k = 0
     for t in range(term_comp.shape[0]):
         if is_ignore[t] or (t < 64 * bits.shape[0] and (bits[t >> 6] >> np.uint64(t & 63)) & np.uint64(1)):
@@ -769,7 +769,7 @@ class LexerBlocks:
         self._term_comp = np.full(max(len(terminals), 1), UNBUILT, dtype=np.int32)
         # terminal -> the start component of its veto automaton (-1: none): a terminal "A but no word
         # of B" (an object's undeclared keys) is A's automaton beside B's in the product, and a
-        # state where B accepts does not accept the terminal (``_describe_state``)
+        # byte where B accepts drops A's components and B's (``_apply_vetoes``)
         self._term_veto = np.full(max(len(terminals), 1), -1, dtype=np.int32)
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
         self._static_flat = _STATIC_FLAT[0]  # the process's table of big static automata (``_static_rows``)
@@ -1126,8 +1126,11 @@ def _vetoed_parts(node) -> tuple | None:
     a finite B whose every prefix is one of A's (``boolean.lazy_difference``: any JSON string but
     the declared names), else None. The lexer runs the two side by side instead of building the
     difference (``_minus_finite``, ~100-250 us an object, inside the first mask at its keys): B's
-    trie is a veto component, and a state where it accepts does not accept the terminal. Exact:
-    B's words are A's, so B's component is alive only beside A's, at the same bytes."""
+    trie is a veto component: where it accepts (a name's closing quote), ``_apply_vetoes`` drops the
+    terminal's components and the veto's from the vector. Exact: B's words are A's, so B's
+    component is alive only beside A's, at the same bytes, and A accepts only where it reads
+    nothing more (a closing quote), so where B accepts A could only have accepted (checked: else
+    None, and the difference is built)."""
     if node[0] != "dfa" or not isinstance(node[1], LazyDFA) or node[1].is_built:
         return None
     parts = getattr(node[1], "difference_of", None)
@@ -1137,11 +1140,15 @@ def _vetoed_parts(node) -> tuple | None:
     veto = spelled_trie_dfa(b)
     if veto is None:
         return None
+    dfa = lexer_dfa(a)
+    table = dfa.table if dfa.table is not None else dfa.trans
+    if (table[np.asarray(dfa.accepting, dtype=np.bool_)] >= 0).any():  # A goes on after a word
+        return None
     # one mask class per trie state (finer than its bounded classes, so sound): their Moore rounds
     # took ~80 us a trie, and the difference automaton had one class per state too
     # (``boolean._classes_of_difference``)
     veto.bounded_classes = lambda depth, n=veto.num_states: np.arange(n, dtype=np.int64)
-    return lexer_dfa(a), veto
+    return dfa, veto
 
 
 def _dfa_classes(dfa, depth: int) -> np.ndarray:
