@@ -200,7 +200,6 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
     again, _ = masks()
     assert lexer._STATIC_FLAT[0].shape[0] == size
     monkeypatch.setattr(lexer, "STATIC_TEMPLATE_CELLS", 1 << 62)
-    monkeypatch.setattr(lexer, "SHARED_MAX_CELLS", 1 << 62)
     monkeypatch.setattr(lexer, "_SHARED", [])  # (a fresh shared store: the process's one holds the template)
     copied, lexers = masks()
     assert not (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any()

@@ -1005,7 +1005,7 @@ class LexerBlocks:
         parts = _dfa_template_parts(dfa, self.token_depth)
         static_row = -1
         for_process = lives_for_process(dfa)
-        if for_process and parts.n * parts.width >= (SHARED_MAX_CELLS if self._shares else STATIC_TEMPLATE_CELLS):
+        if for_process and parts.n * parts.width >= STATIC_TEMPLATE_CELLS:
             static_row = _static_rows(dfa, parts)
             if self._static_flat is not _STATIC_FLAT[0]:
                 self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
@@ -1199,7 +1199,7 @@ _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain
 # lexer that used one, the 5,102-state remainder cost ~0.5-1 ms of the mask that first reached it
 # (an 860 KB copy into a new table), per compile. Append-only: a lexer holds the table as it was
 # when it last stored or found one, which holds every row it refers to.
-STATIC_TEMPLATE_CELLS = 1 << 14  # automata of fewer class-table cells are copied (cheap, and near the others)
+STATIC_TEMPLATE_CELLS = 1 << 12  # process automata of fewer class-table cells are copied (and shared: ``_share_template``)
 _STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
 _STATIC_ROWS: dict[int, tuple] = {}  # id(dfa) -> (dfa, offset of its rows in _STATIC_FLAT[0])
 
@@ -1239,8 +1239,8 @@ def _share_template(key: tuple, keep, parts: _TemplateParts, static_row: int = -
     later ``LexerBlocks`` starts with it. Storing a process automaton's template again in each
     compile (rows, flags, classes, its class map) cost ~15 us for a small one inside the first mask
     that reached it (~600 of them in 60 MaskBench files). Each new lexer copies the store, so only
-    templates of at most ``SHARED_MAX_STATES`` states are shared, rows past ``SHARED_MAX_CELLS``
-    cells are in the static table (``_static_rows``), and copied rows stay under
+    templates of at most ``SHARED_MAX_STATES`` states are shared, rows from ``STATIC_TEMPLATE_CELLS``
+    cells on are in the static table (``_static_rows``), and copied rows stay under
     ``SHARED_FLAT_CELLS`` in all."""
     store = _shared_store()
     with _SHARED_LOCK:
@@ -1253,7 +1253,6 @@ def _share_template(key: tuple, keep, parts: _TemplateParts, static_row: int = -
 
 SHARED_FLAT_CELLS = 1 << 16  # rows copied into the shared store (each new lexer copies them: ~256 KB at most)
 SHARED_MAX_STATES = 1024  # a shared template's states (its flags and classes are copied too)
-SHARED_MAX_CELLS = 4096  # a process automaton of more cells keeps its rows in the static table (when sharing)
 
 
 def _piece_template_parts(pid: int) -> _TemplateParts:

@@ -1545,6 +1545,12 @@ def _piece_trie(words: list[bytes]):
     return keys[:, 0], keys[:, 1], np.fromiter(edges.values(), dtype=np.int64, count=len(edges)), n - 1
 
 
+def _word_trie(piece):
+    """``_piece_trie`` of a finite piece's words; None past 64 words or when they are no prefix code."""
+    w = _finite_words(piece, 64)
+    return _piece_trie(w) if w else None
+
+
 class _PieceTries:
     """The word tries of static pieces (a character's spellings), laid out flat once per process:
     an enum's or a key set's automaton (``_spelled_trie_dfa``) reads its pieces' tries where they
@@ -1573,8 +1579,7 @@ class _PieceTries:
         if _STATIC_OBJECTS.get(id(piece)) is not piece:
             kept = _STATIC_NODES.get(piece)
             return None if kept is None else self.find(kept)
-        w = _finite_words(piece, 64)
-        t = _piece_trie(w) if w else None
+        t = _word_trie(piece)
         with _memo_lock:
             known = self.of_object.get(id(piece))
             if known is None:
@@ -1637,8 +1642,7 @@ def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
         tries = []
         for p, k in zip(pieces, found):
             if k is None:
-                w = _finite_words(p, 64)
-                t = _piece_trie(w) if w else None
+                t = _word_trie(p)
                 if t is None:
                     return None
             else:
