@@ -61,12 +61,22 @@ def warmup() -> float:
     # the schema-independent JSON terminals (``{ ws``, ``ws , ws``, a free string...) for both
     # whitespace modes at the default bound: kept for the process by the schema compiler
     # (a counted string: ``counted.repeat_dfa``'s chain kernel)
-    # (and a long string's chunk and whole-chunk remainder: ``compiler._long_string``)
+    # (and a long string's chunks and whole-chunk remainders, both sizes: ``compiler.chunk_plan``)
     free = {"type": "object", "properties": {"a": {"type": "array", "items": {}}, "b": {"type": "string"},
                                              "c": {"type": "string", "maxLength": 20},
-                                             "d": {"type": "string", "maxLength": 1000}}}
+                                             "d": {"type": "string", "maxLength": 1000},
+                                             "e": {"type": "string", "maxLength": 5000}}}
     for whitespace in ("compact", "flexible"):
         Grammar.from_json_schema(free, whitespace=whitespace)
+    # the long string's chunks' rows in the lexer's static table (~3 MB for a 1024-character chunk:
+    # stored inside the first mask that met one, that was ~10 ms of it)
+    from constrain.cfg.lexer import keep_static_rows
+    from constrain.json_schema import strings as js
+    from constrain.json_schema.compiler import LENGTH_CHUNK, LONG_CHUNK
+
+    for k in (LENGTH_CHUNK, LONG_CHUNK):
+        for piece in (js.chars(k, k, fixed=True), js.chars(0, k - 1, closing=True, fixed=True)):
+            keep_static_rows(piece[1])
     # an object's undeclared keys: any string minus every spelling of the declared names (the
     # names' trie, ``automaton._spelled_trie_rows``; whether it is finite, ``boolean._acyclic``)
     from constrain.json_schema.strings import string_literal, string_of_length

@@ -182,16 +182,22 @@ def _string_of(rng: random.Random, n: int) -> str:
 
 
 @pytest.mark.parametrize("lo, hi", [(0, 129), (0, 256), (0, 257), (200, 300), (129, None), (300, 300),
-                                    (0, 1000), (383, 385), (511, 513), (600, None), (255, 769)])
+                                    (0, 1000), (383, 385), (511, 513), (600, None), (255, 769),
+                                    (0, 3000), (100, 2400), (1023, 2047), (1100, None), (2000, 2300)])
 def test_long_string_lengths_chunked(lo, hi, index):
-    """Above MAX_DFA_LENGTH the length is counted in LENGTH_CHUNK-character chunks by the grammar:
-    exact at every chunk boundary, with escapes and multi-byte characters."""
-    from constrain.json_schema.compiler import LENGTH_CHUNK as K, MAX_DFA_LENGTH
+    """Above MAX_DFA_LENGTH the length is counted in chunks by the grammar (``chunk_plan``: short
+    ones near the bounds, long ones in the middle): exact at every chunk boundary, with escapes
+    and multi-byte characters."""
+    from constrain.json_schema.compiler import LENGTH_CHUNK as K, MAX_DFA_LENGTH, chunk_plan
 
     assert max(lo, hi or 0) > MAX_DFA_LENGTH
     rng = random.Random(lo * 7919 + (hi or 0))
     lengths = {0, 1, K - 1, K, K + 1, 2 * K - 1, 2 * K, 2 * K + 1, 3 * K, lo - 1, lo, lo + 1,
                (hi or 2 * lo) - 1, hi or 2 * lo, (hi or 2 * lo) + 1}
+    for p, x, _, bounds in chunk_plan(lo, hi):  # every boundary, and each remainder's ends
+        lengths |= {p - 1, p, p + 1, p + x - 1, p + x, p + x + 1}
+        if bounds is not None:
+            lengths |= {p + bounds[0] - 1, p + bounds[0], p + bounds[1], p + bounds[1] + 1}
     strings = [_string_of(rng, n) for n in sorted(x for x in lengths if x >= 0) for _ in range(2)]
     schema = {"type": "string", "minLength": lo} if hi is None else {"type": "string", "minLength": lo, "maxLength": hi}
     check_agrees(schema, strings, index)

@@ -154,23 +154,25 @@ def test_warmup_builds_every_format_automaton():
 
 
 def test_a_long_strings_chunk_is_built_once_per_process():
-    """A long string's 256-character chunk and a whole chunk's remainder hold no bound of the schema:
+    """A long string's chunks (256 and 1024 characters) and whole chunks' remainders hold no bound of the schema:
     kept for the process (``strings.chars(..., fixed=True)``), so clearing the memo (every cold
     compile of the benchmarks, or the memo's own evictions) neither builds them again nor adds
     a static entry per compile (the store grew by two a compile)."""
-    from constrain.json_schema.compiler import LENGTH_CHUNK
+    from constrain.json_schema.compiler import LENGTH_CHUNK, LONG_CHUNK
 
     schema = {"type": "object", "properties": {"a": {"type": "string", "maxLength": 1000},
-                                               "b": {"type": "string", "minLength": 3, "maxLength": 300}}}
+                                               "b": {"type": "string", "minLength": 3, "maxLength": 300},
+                                               "c": {"type": "string", "minLength": 10, "maxLength": 5000}}}
     Grammar.from_json_schema(schema)
-    chunk = strings.chars(LENGTH_CHUNK, LENGTH_CHUNK, fixed=True)
-    rest = strings.chars(0, LENGTH_CHUNK - 1, closing=True, fixed=True)
+    fixed = {k: (strings.chars(k, k, fixed=True), strings.chars(0, k - 1, closing=True, fixed=True))
+             for k in (LENGTH_CHUNK, LONG_CHUNK)}
     sizes = []
     for _ in range(3):
         automaton.clear_memo()
         Grammar.from_json_schema(schema)
-        assert strings.chars(LENGTH_CHUNK, LENGTH_CHUNK) is chunk
-        assert strings.chars(0, LENGTH_CHUNK - 1, closing=True) is rest
+        for k, (chunk, rest) in fixed.items():
+            assert strings.chars(k, k) is chunk
+            assert strings.chars(0, k - 1, closing=True) is rest
         sizes.append(len(automaton._STATIC))
     assert sizes[0] == sizes[-1], sizes
 
@@ -196,9 +198,9 @@ def test_a_big_static_automatons_rows_are_stored_once_per_process(real_vocab, mo
 
     first, lexers = masks()
     assert (lexers._tpl[lexer.TPL_ROW, : lexers._tpl_n] < 0).any(), "no template read the static table"
-    size = lexer._STATIC_FLAT[0].shape[0]
+    size = lexer.static_cells_stored()
     again, _ = masks()
-    assert lexer._STATIC_FLAT[0].shape[0] == size
+    assert lexer.static_cells_stored() == size
     monkeypatch.setattr(lexer, "STATIC_TEMPLATE_CELLS", 1 << 62)
     monkeypatch.setattr(lexer, "_SHARED", [])  # (a fresh shared store: the process's one holds the template)
     copied, lexers = masks()

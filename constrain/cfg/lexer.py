@@ -1006,7 +1006,7 @@ class LexerBlocks:
         static_row = -1
         for_process = lives_for_process(dfa)
         if for_process and parts.n * parts.width >= STATIC_TEMPLATE_CELLS:
-            static_row = _static_rows(dfa, parts)
+            static_row = _static_rows(dfa, parts.flat)
             if self._static_flat is not _STATIC_FLAT[0]:
                 self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
                 self._lx = None
@@ -1201,22 +1201,44 @@ _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain
 # when it last stored or found one, which holds every row it refers to.
 STATIC_TEMPLATE_CELLS = 1 << 12  # process automata of fewer class-table cells are copied (and shared: ``_share_template``)
 _STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
+_STATIC_USED: list = [0]  # cells of _STATIC_FLAT[0] in use (the rest is room to grow)
 _STATIC_ROWS: dict[int, tuple] = {}  # id(dfa) -> (dfa, offset of its rows in _STATIC_FLAT[0])
 
 
-def _static_rows(dfa, parts: "_TemplateParts") -> int:
-    """Offset of ``dfa``'s template rows in the process's static table (stored on first use)."""
+def _static_rows(dfa, flat: np.ndarray) -> int:
+    """Offset of ``dfa``'s template rows (``flat``: its class table) in the process's static table,
+    stored on first use. The table grows by doubling and rows are appended in place: lexers hold
+    the array and read only rows stored before they did, and copying the whole table for every
+    new automaton cost ~7 ms inside the mask that first met a long string's 1024-character chunk."""
     with _SHARED_LOCK:
         hit = _STATIC_ROWS.get(id(dfa))
         if hit is not None and hit[0] is dfa:
             return hit[1]
-        old = _STATIC_FLAT[0]
-        table = np.empty(old.shape[0] + parts.flat.shape[0], dtype=np.int32)  # (a new array: lexers read the old)
-        table[: old.shape[0]] = old
-        table[old.shape[0]:] = parts.flat
-        _STATIC_FLAT[0] = table
-        _STATIC_ROWS[id(dfa)] = (dfa, old.shape[0])
-        return old.shape[0]
+        table, used = _STATIC_FLAT[0], _STATIC_USED[0]
+        end = used + flat.shape[0]
+        if end > table.shape[0]:
+            grown_table = np.empty(max(end, 2 * table.shape[0]), dtype=np.int32)  # (lexers keep reading the old)
+            grown_table[:used] = table[:used]
+            _STATIC_FLAT[0] = table = grown_table
+        table[used:end] = flat
+        _STATIC_USED[0] = end
+        _STATIC_ROWS[id(dfa)] = (dfa, used)
+        return used
+
+
+def keep_static_rows(dfa) -> None:
+    """Store a process automaton's rows in the static table now, if the lexer would keep them there
+    (the warm-up does it for a long string's chunks, which are built with the schema compiler)."""
+    table = dfa.table if dfa.table is not None else dfa.trans
+    if lives_for_process(dfa) and table.size >= STATIC_TEMPLATE_CELLS:
+        _static_rows(dfa, np.ascontiguousarray(table, dtype=np.int32).reshape(-1))
+
+
+def static_cells_stored() -> int:
+    """Cells of the process's static table in use (tests: nothing is stored twice)."""
+    return _STATIC_USED[0]
+
+
 _SHARED: list = []  # the process's template store (``_shared_store``), once made
 _SHARED_LOCK = threading.Lock()
 

@@ -92,8 +92,15 @@ _NON_INTEGRAL = num.non_integral_numbers()
 # every mask inside a long string walked 3-40k trie nodes. 512 was slower again (its remainder
 # terminals, built per schema near the bounds, are twice as big). The chunk and the remainder of
 # a whole chunk are schema-independent: built once per process.
+# In a long string's middle (past minLength, a whole LONG_CHUNK short of maxLength: no bound of the
+# schema in its remainder) chunks are LONG_CHUNK characters (``chunk_plan``): the parser counts
+# chunks, so each chunk's last ~128 characters are masks of their own (walked with the parser across
+# the chunk's end, 0.1-3 ms each on Llama 3), and with 256-character chunks that was every other
+# position of a long value (a 572-character base64 string: 80 -> 40 ms of masks). The price is a
+# bigger lexer layout per compile (~0.5 ms more where a schema has such a string).
 MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = 256
+LONG_CHUNK = 1024
 MAX_DFA_COUNTED_LENGTH = 4096
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
@@ -120,6 +127,31 @@ NUMBER_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "mu
 VALIDATION_KEYS = OBJECT_KEYS | ARRAY_KEYS | STRING_KEYS | NUMBER_KEYS | {
     "type", "enum", "const", "not", "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref", "$dynamicRef",
     "$recursiveRef"}
+
+
+def chunk_plan(min_len: int, max_len: int | None) -> list[tuple[int, int, bool, tuple[int, int] | None]]:
+    """How ``_long_string`` counts min_len..max_len characters: per chunk boundary p (characters
+    read), (p, chunk length x, whether a chunk and more may follow, the remainder's length bounds
+    or None); x = 0 where a free string ends it (no maxLength, minLength reached). Chunks are
+    LONG_CHUNK characters where their remainder is whole (0..LONG_CHUNK-1: past minLength and a
+    whole chunk short of maxLength), LENGTH_CHUNK elsewhere: the remainders built per schema,
+    near the bounds, stay under LENGTH_CHUNK characters, and a long string's middle has a
+    chunk boundary (where masks are walked per chunk: the parser counts chunks) every
+    LONG_CHUNK characters instead of every LENGTH_CHUNK."""
+    plan = []
+    p = 0
+    while True:
+        if max_len is None and p >= min_len:
+            plan.append((p, 0, False, None))
+            return plan
+        big = p >= min_len and max_len is not None and p + LONG_CHUNK - 1 <= max_len
+        x = LONG_CHUNK if big else LENGTH_CHUNK
+        a, b = max(0, min_len - p), (min(x - 1, max_len - p) if max_len is not None else x - 1)
+        more = max_len is None or p + x <= max_len
+        plan.append((p, x, more, (a, b) if a <= b else None))
+        if not more:
+            return plan
+        p += x
 
 
 @dataclass(frozen=True)
@@ -789,33 +821,35 @@ class _Builder:
         return min_len, max_len
 
     def _long_string(self, min_len: int, max_len: int | None):
-        """A JSON string of min_len..max_len characters, counted in LENGTH_CHUNK-character chunks.
+        """A JSON string of min_len..max_len characters, counted by the grammar in chunks.
 
-        ``chunks_j`` (j whole chunks read so far) -> C chunks_{j+1} | R_j '"', where C is exactly K
-        characters and R_j the remainder length range max(0, lo-jK)..min(K-1, hi-jK). A length L
-        splits uniquely as L = jK + m (m < K), so the grammar is unambiguous and exact. Without
-        maxLength the counting stops once minLength is reached (any characters, then '"')."""
+        ``rest_p`` (p characters read, at a chunk boundary) -> C_x rest_{p+x} | R_p '"', where C_x
+        is exactly x characters and R_p the remainder lengths max(0, lo-p)..min(x-1, hi-p); a
+        length splits uniquely into chunks and a remainder, so the grammar is unambiguous and
+        exact. The chunk at p is LONG_CHUNK characters where its remainder is whole (p >= lo and
+        p + LONG_CHUNK - 1 <= hi: the middle of a long string), else LENGTH_CHUNK (near either
+        bound, so the remainders built per schema stay small). Without maxLength the counting
+        stops once minLength is reached (any characters, then '"')."""
         key = ("long", min_len, max_len)
         if key in self._memo:
             return self._memo[key]
-        k = LENGTH_CHUNK
-        last = max_len // k if max_len is not None else -(-min_len // k)
-        chunk = js.chars(k, k, fixed=True)
-        self._fixed.add(chunk)  # (no bound of the schema in it: built once per process, ``seq``)
         nxt = None
-        for j in range(last, -1, -1):
-            if max_len is None and j == last:
+        for p, x, more, bounds in reversed(chunk_plan(min_len, max_len)):
+            if x == 0:
                 alts = [[js.chars(0, None, closing=True)]]
             else:
-                alts = [[chunk, nxt]] if j < last else []
-                a, b = max(0, min_len - j * k), min(k - 1, max_len - j * k) if max_len is not None else k - 1
-                if a <= b:
-                    whole = (a, b) == (0, k - 1)  # (every whole chunk's remainder but the last ones': fixed too)
-                    rest = js.chars(a, b, closing=True, fixed=whole)
+                alts = []
+                if more:
+                    chunk = js.chars(x, x, fixed=True)
+                    self._fixed.add(chunk)  # (no bound of the schema in it: built once per process, ``seq``)
+                    alts.append([chunk, nxt])
+                if bounds is not None:
+                    whole = bounds == (0, x - 1)  # (a whole chunk's remainder: fixed too)
+                    rest = js.chars(*bounds, closing=True, fixed=whole)
                     if whole:
                         self._fixed.add(rest)
                     alts.append([rest])
-            nxt = self.rule(f"chars{j * k}+", alts)
+            nxt = self.rule(f"chars{p}+", alts)
             assert nxt is not None
         sym = self.rule(f"string{min_len}..{max_len}", [[js.QUOTE, nxt]])
         self._memo[key] = sym

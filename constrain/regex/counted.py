@@ -99,15 +99,32 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
     cap = np.maximum(depth - rest[s] * inner, -1) // step + 1  # bounds past this many copies look alike
     a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
     b = np.minimum(hi - copy - inner, cap)
-    width = depth + 2
-    _, chain = np.unique((s * width + a) * width + b, return_inverse=True)
-    chain = chain.reshape(-1).astype(np.int64)
+    chain = _ranks_of_runs((a * (depth + 2) + b), hi, k)
     top = int(chain.max()) + 1
     parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
     parts.append(chain)
     if after:
         parts.append([top])
     return np.concatenate(parts).astype(np.int64)
+
+
+def _ranks_of_runs(key: np.ndarray, hi: int, k: int) -> np.ndarray:
+    """Per state of the chain (state ``copy * k + s``), the rank of its (s, key) among the distinct
+    pairs, ordered by s then key: what ``np.unique(s * width + key, return_inverse=True)`` gives,
+    without its sort (~1.5 ms for a 20k-state chain). Within one s the key never grows from a copy
+    to the next (both bounds only shrink), so equal keys are runs of consecutive copies and the
+    ascending order is the copies' reverse order."""
+    n = key.shape[0]
+    grid = np.empty((hi + 1, k), dtype=np.int64)
+    flat = grid.reshape(-1)
+    flat[:n] = key
+    flat[n:] = grid[hi - 1, 1:] if hi > 0 else 0  # (row hi holds only the final state: pad, starting no run)
+    new_run = np.ones((hi + 1, k), dtype=np.int64)
+    new_run[1:] = grid[1:] != grid[:-1]
+    run = np.cumsum(new_run, axis=0) - 1  # per column, the run's index in copy order
+    runs = run[-1] + 1
+    offset = np.concatenate(([0], np.cumsum(runs)[:-1]))
+    return (offset + runs - 1 - run).reshape(-1)[:n].astype(np.int64)
 
 
 def _with_byte_class(table: np.ndarray, classes: np.ndarray, byte: int) -> tuple[np.ndarray, np.ndarray]:
