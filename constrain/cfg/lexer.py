@@ -643,28 +643,23 @@ def _add_single(g, scratch, vec_ptr, vec, hashes, slots, n, max_states, single_o
 
 @numba.njit(cache=True)
 def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, comp_row, comp_shift, comp_acc, comp_term,
-                   comp_class, comp_cls_id, single_of, utf8_memo):  # pragma: no cover - numba
+                   comp_class, comp_cls_id, single_of, utf8_memo, firsts):  # pragma: no cover - numba
     """Lay templates ``tids`` out one after another as component states, numbered from ``base``:
-    run ``r`` (``tids[run_ptr[r]:run_ptr[r + 1]]``) is terminal ``terms[r]``. A copy's states point
-    at its template's rows (``comp_row``), whose targets are relative to the copy's first state
-    (``comp_shift``), so a copy writes per-state facts only, never a row. A copy's mask classes
-    follow the previous copy's (``ctr[NEXT_CLASS]``, advanced). ``tpl``: the template table
-    (``TPL_*`` rows). Returns the arrays (grown as needed), each run's first state and the new
-    component count. (One call with the template table as one array: as 18 arguments, unboxing
-    them was ~8 us of a cold call, and growing two arrays in Python after it ~3 us more.)"""
+    run ``r`` (``tids[run_ptr[r]:run_ptr[r + 1]]``) is terminal ``terms[r]``, its first state
+    written to ``firsts[r]``. A copy's states point at its template's rows (``comp_row``), whose
+    targets are relative to the copy's first state (``comp_shift``), so a copy writes per-state
+    facts only, never a row. A copy's mask classes follow the previous copy's
+    (``ctr[NEXT_CLASS]``, advanced). ``tpl``: the template table (``TPL_*`` rows). Returns the new
+    component count, or minus it when an array is too short (written nothing: the caller grows
+    them and calls again). Writing in place and returning a number: returning the arrays cost
+    a boxed array each (~10 us of a cold call)."""
     n = 0
     for j in range(tids.shape[0]):
         n += tpl[TPL_STATES, tids[j]]
     top = base + n
-    comp_row = grown(comp_row, top)
-    comp_shift = grown(comp_shift, top)
-    comp_acc = grown(comp_acc, top)
-    comp_term = grown(comp_term, top)
-    comp_class = grown(comp_class, top)
-    comp_cls_id = grown(comp_cls_id, top)
-    single_of = grown(single_of, top)
-    utf8_memo = grown(utf8_memo, top)
-    firsts = np.empty(terms.shape[0], dtype=np.int64)
+    if min(comp_row.shape[0], comp_shift.shape[0], comp_acc.shape[0], comp_term.shape[0], comp_class.shape[0],
+           comp_cls_id.shape[0], single_of.shape[0], utf8_memo.shape[0]) < top:
+        return -top
     g = base
     cls = ctr[NEXT_CLASS]
     for r in range(terms.shape[0]):
@@ -688,7 +683,7 @@ def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, com
             g += tpl[TPL_STATES, k]
             cls += tpl[TPL_N_CLASSES, k]
     ctr[NEXT_CLASS] = cls
-    return comp_row, comp_shift, comp_acc, comp_term, comp_class, comp_cls_id, single_of, utf8_memo, firsts, top
+    return top
 
 
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
@@ -972,20 +967,26 @@ class LexerBlocks:
     def _append_copies(self, terms: list[int], templates: list[list[int]]) -> list[int]:
         """Component states of terminals ``terms``, each a run of copies of its ``templates``, laid
         out one after another in one call (the numba ``_append_copies``); returns each one's first."""
-        before = self._component_arrays()
         if len(terms) == 1:
             tids, run_ptr = np.array(templates[0], dtype=np.int64), np.array([0, len(templates[0])], dtype=np.int64)
         else:
             tids = np.array([tid for run in templates for tid in run], dtype=np.int64)
             run_ptr = np.zeros(len(terms) + 1, dtype=np.int64)
             np.cumsum([len(run) for run in templates], out=run_ptr[1:])
-        (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class, self._comp_cls_id,
-         self._single_of, self._utf8_memo, firsts, self._n_comp) = _append_copies(
-            tids, run_ptr, np.array(terms, dtype=np.int32), self._n_comp, self._ctr, self._tpl, self._tpl_acc,
-            self._tpl_class, self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
-            self._comp_cls_id, self._single_of, self._utf8_memo)
-        if any(a is not b for a, b in zip(before, self._component_arrays())):
+        terms_arr = np.array(terms, dtype=np.int32)
+        firsts = np.empty(len(terms), dtype=np.int64)
+        while True:
+            top = _append_copies(tids, run_ptr, terms_arr, self._n_comp, self._ctr, self._tpl, self._tpl_acc,
+                                 self._tpl_class, self._comp_row, self._comp_shift, self._comp_acc, self._comp_term,
+                                 self._comp_class, self._comp_cls_id, self._single_of, self._utf8_memo, firsts)
+            if top >= 0:
+                break
+            # (grown in doubling steps: the store tuple, and with it the walks' ``WalkArgs`` tables, is
+            # rebuilt only then; rebuilding it at every terminal built cost ~2 us a walk on MaskBench)
+            (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
+             self._comp_cls_id, self._single_of, self._utf8_memo) = (grown(a, -top) for a in self._component_arrays())
             self._lx = None
+        self._n_comp = top
         return firsts.tolist()
 
     def _component_arrays(self) -> tuple:
