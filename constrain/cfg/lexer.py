@@ -750,15 +750,18 @@ class LexerBlocks:
         self._block_work = np.empty(max(2 * len(terminals), 1), dtype=np.int32)  # ``block_start``'s components
         # every terminal's minimal DFA, concatenated on first use ("components"): per component
         # state its template row, shift, byte -> class map id, acceptance, terminal, mask class
-        self._comp_row = np.zeros(64, dtype=np.int64)
-        self._comp_shift = np.zeros(64, dtype=np.int64)  # a state's row targets are relative to this
-        self._comp_cls_id = np.zeros(64, dtype=np.int64)
-        self._comp_acc = np.zeros(64, dtype=np.bool_)
-        self._comp_term = np.zeros(64, dtype=np.int32)
-        self._comp_class = np.zeros(64, dtype=np.int64)  # global mask class of each component state
+        # (room for COMPONENT_ROOM from the start: a MaskBench compile lays out ~850 (median), and each
+        # doubling on the way cost ~25 us, most of it setting the walks' tables again)
+        k = COMPONENT_ROOM
+        self._comp_row = np.zeros(k, dtype=np.int64)
+        self._comp_shift = np.zeros(k, dtype=np.int64)  # a state's row targets are relative to this
+        self._comp_cls_id = np.zeros(k, dtype=np.int64)
+        self._comp_acc = np.zeros(k, dtype=np.bool_)
+        self._comp_term = np.zeros(k, dtype=np.int32)
+        self._comp_class = np.zeros(k, dtype=np.int64)  # global mask class of each component state
         self._n_comp = 0
-        self._single_of = np.full(64, -1, dtype=np.int64)  # component -> state of the vector [component]
-        self._utf8_memo = np.zeros(64, dtype=np.int64)  # component -> ``_utf8_chars_end``'s last answer
+        self._single_of = np.full(k, -1, dtype=np.int64)  # component -> state of the vector [component]
+        self._utf8_memo = np.zeros(k, dtype=np.int64)  # component -> ``_utf8_chars_end``'s last answer
         # terminal -> its DFA's start component (-1: empty language, ``UNBUILT`` until built), read by
         # ``_build`` and by the walks (``block_start``)
         self._term_comp = np.full(max(len(terminals), 1), UNBUILT, dtype=np.int32)
@@ -1200,6 +1203,7 @@ _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain
 # lexer that used one, the 5,102-state remainder cost ~0.5-1 ms of the mask that first reached it
 # (an 860 KB copy into a new table), per compile. Append-only: a lexer holds the table as it was
 # when it last stored or found one, which holds every row it refers to.
+COMPONENT_ROOM = 1024  # component states a lexer has room for when made
 STATIC_TEMPLATE_CELLS = 1 << 12  # process automata of fewer class-table cells are copied (and shared: ``_share_template``)
 _STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
 _STATIC_USED: list = [0]  # cells of _STATIC_FLAT[0] in use (the rest is room to grow)
