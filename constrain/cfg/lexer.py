@@ -806,6 +806,9 @@ class LexerBlocks:
         with _SHARED_LOCK:
             for name in self._TEMPLATE_ARRAYS:
                 setattr(self, name, getattr(other, name).copy())
+            # (and room for a schema's own rows: its first template grew the copy in 3 compiles of 4,
+            # and a grown table makes the walks set their tables again)
+            self._comp_flat = _room(self._comp_flat, other._flat_n + TEMPLATE_ROOM_CELLS, -1)
             self._tpl = other._tpl.copy()
             self._tpl_of = dict(other._tpl_of)
             self._class_maps = dict(other._class_maps)
@@ -1204,6 +1207,7 @@ _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain
 # (an 860 KB copy into a new table), per compile. Append-only: a lexer holds the table as it was
 # when it last stored or found one, which holds every row it refers to.
 COMPONENT_ROOM = 1024  # component states a lexer has room for when made
+TEMPLATE_ROOM_CELLS = 1 << 14  # template cells a lexer has room for past the shared store's, when made
 STATIC_TEMPLATE_CELLS = 1 << 12  # process automata of fewer class-table cells are copied (and shared: ``_share_template``)
 _STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
 _STATIC_USED: list = [0]  # cells of _STATIC_FLAT[0] in use (the rest is room to grow)
