@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import numpy as np
 
 from constrain import Grammar
 from constrain.json_schema import strings
@@ -301,3 +302,44 @@ def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, mo
     assert any(automaton.lives_for_process(d) for d in alone_stored)
     assert_same_masks(first, alone)
     assert_same_masks(again, alone)
+
+
+def test_a_lower_bound_in_a_long_chunk_reads_the_whole_remainders_rows(real_vocab, monkeypatch):
+    """A long string's 1024-character chunk with a lower bound (``strings.chars_above``) is laid
+    out as its own first characters' rows, then the process's whole remainder from there on
+    (``LexerBlocks._dfa_templates``), without building its automaton. Those rows are the built
+    automaton's, and the masks along documents equal those of a lexer laying out the built
+    automaton whole: at the bound, across it, near the chunk's end, with escapes and
+    multibyte characters."""
+    import constrain
+    from constrain.json_schema.compiler import LONG_CHUNK
+
+    for lo in (1, 37, 255):
+        node = strings.chars_above(lo, LONG_CHUNK)
+        whole, s0 = node[1].static_suffix
+        rows, classes, accepting = node[1].prefix_rows()
+        assert not node[1].is_built
+        built = strings.chars(lo, LONG_CHUNK - 1, closing=True)[1]
+        assert np.array_equal(built.table[:s0], rows) and np.array_equal(built.table[s0:], whole.table[s0:])
+        assert np.array_equal(built.classes, classes) and np.array_equal(built.accepting[:s0], accepting)
+        assert np.array_equal(built.accepting[s0:], whole.accepting[s0:])
+        for depth in (16, 81, 128):  # the prefix's classes are the built chain's, renumbered
+            ours, theirs = node[1].prefix_classes(s0, depth), built.bounded_classes(depth)[:s0]
+            assert len(set(zip(ours.tolist(), theirs.tolist()))) == len(set(ours.tolist())) == len(set(theirs.tolist()))
+
+    tok, index = real_vocab("llama3")
+    schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": 37, "maxLength": 3000}},
+              "required": ["a"]}
+    body = ("Zürich \\ \"quoted\" line\n " * 80)
+    docs = [{"a": body[:n]} for n in (37, 40, 200, 1015, 1100)]
+
+    def masks(doc):
+        automaton.clear_memo()
+        compiled = constrain.compile(Grammar.from_json_schema(schema), index, cache=False)
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+        return masks_along(compiled, tok.encode(text, add_special_tokens=False))
+
+    split = [masks(d) for d in docs]
+    monkeypatch.setattr(strings, "chars_above", lambda lo, k: strings.chars(lo, k - 1, closing=True))
+    for doc, got in zip(docs, split):
+        assert_same_masks(got, masks(doc), len(doc["a"]))

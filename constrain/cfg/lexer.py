@@ -46,8 +46,8 @@ MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-boun
 UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
 # rows of ``LexerBlocks._tpl``, per template: its first row in the flat table (``~offset`` in the
 # static one), states, row width, class map, mask classes, where its flags and classes start
-TPL_ROW, TPL_STATES, TPL_WIDTH, TPL_MAP, TPL_N_CLASSES, TPL_ACC_OFF = range(6)
-TPL_FIELDS = 6
+TPL_ROW, TPL_STATES, TPL_WIDTH, TPL_MAP, TPL_N_CLASSES, TPL_ACC_OFF, TPL_BASE = range(7)
+TPL_FIELDS = 7
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet
 _ROOM_STATES = 257  # one expansion adds at most 256 states (one per byte)
 # rows the transition table (1 KB a state) reserves at once: allocated without being written (the
@@ -670,10 +670,11 @@ def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, com
             a = tpl[TPL_ACC_OFF, k]
             row = tpl[TPL_ROW, k]
             m = tpl[TPL_MAP, k]
+            base = tpl[TPL_BASE, k]
             for s in range(tpl[TPL_STATES, k]):
                 # (a row in the static table is ``~offset``: its state s at ``~(offset + s * w)``)
                 comp_row[g + s] = row + s * w if row >= 0 else row - s * w
-                comp_shift[g + s] = g
+                comp_shift[g + s] = g - base  # (targets are the template's own ids, from ``base``)
                 comp_acc[g + s] = tpl_acc[a + s]
                 comp_term[g + s] = terms[r]
                 comp_class[g + s] = cls + tpl_class[a + s]
@@ -946,7 +947,46 @@ class LexerBlocks:
 
     def _append_dfa(self, t: int, dfa) -> int:
         """Terminal ``t`` = ``dfa``; returns its start component."""
-        return self._append_copies([t], [[self._dfa_template(dfa)]])[0] + dfa.start
+        return self._append_copies([t], [self._dfa_templates(dfa)])[0] + dfa.start
+
+    def _dfa_templates(self, dfa) -> list[int]:
+        """The templates ``dfa`` is laid out as: itself, or for an automaton whose states from
+        ``s0`` on are a process automaton's (``dfa.static_suffix = (fixed, s0)``: a long string's
+        remainder with a lower bound, ``strings.chars_above``), its first ``s0`` states then the
+        process automaton's from ``s0``, read in the static table: a per-schema copy of ~20k rows
+        and their classes (~1 ms inside a mask) becomes ``s0`` rows."""
+        split = getattr(dfa, "static_suffix", None)
+        if split is None:
+            return [self._dfa_template(dfa)]
+        fixed, s0 = split
+        return [self._prefix_template(dfa, s0), self._suffix_template(fixed, s0)]
+
+    def _prefix_template(self, dfa, s0: int) -> int:
+        """Template of ``dfa``'s states before ``s0`` (``dfa.prefix_rows()``, read without building
+        ``dfa``; edges into ``s0`` on lead into the suffix's copy)."""
+        key = ("prefix", id(dfa), s0, self.token_depth)
+        hit = self._tpl_of.get(key)
+        if hit is not None:
+            return hit
+        rows, classes, accepting = dfa.prefix_rows()
+        local = dfa.prefix_classes(s0, self.token_depth)
+        return self._add_template(key, dfa, _template_parts(rows, classes, accepting, local))
+
+    def _suffix_template(self, fixed, s0: int) -> int:
+        """Template of process automaton ``fixed``'s states from ``s0`` on: its rows in the static
+        table from state ``s0``, its own targets (``base`` ``s0``), its mask classes."""
+        key = ("suffix", id(fixed), s0, self.token_depth)
+        hit = self._tpl_of.get(key)
+        if hit is not None:
+            return hit
+        whole = _dfa_template_parts(fixed, self.token_depth)
+        row = _static_rows(fixed, whole.flat) + s0 * whole.width
+        if self._static_flat is not _STATIC_FLAT[0]:
+            self._static_flat = _STATIC_FLAT[0]
+            self._lx = None
+        parts = whole._replace(flat=whole.flat[:0], n=whole.n - s0, accepting=whole.accepting[s0:],
+                               local_class=whole.local_class[s0:])  # (class ids may skip some: only labels)
+        return self._add_template(key, fixed, parts, row, base=s0)
 
     def _chain_templates(self, ids: list[int], rest: tuple) -> list[int] | None:
         """The templates of a terminal made of static pieces ``ids`` (each final state leading into
@@ -1031,10 +1071,11 @@ class LexerBlocks:
             _share_template(("piece", pid), None, parts)
         return self._add_template(("piece", pid), None, parts)
 
-    def _add_template(self, key: tuple, keep, parts: "_TemplateParts", static_row: int = -1) -> int:
+    def _add_template(self, key: tuple, keep, parts: "_TemplateParts", static_row: int = -1, base: int = 0) -> int:
         """Store a template (rows relative to a copy's first state) once; ``keep`` is the object
         its ``key`` names by ``id`` (kept alive so that no id is reused). ``static_row``: where
-        its rows are in the process's static table (``_static_rows``; -1: copied into ours)."""
+        its rows are in the process's static table (``_static_rows``; -1: copied into ours).
+        ``base``: the id its rows' targets give its first state (a static automaton's suffix)."""
         n, w = parts.n, parts.width
         tid = self._tpl_n
         if tid == self._tpl.shape[1]:
@@ -1055,7 +1096,7 @@ class LexerBlocks:
             self._tpl_class = _room(self._tpl_class, items + n, 0)
         self._tpl_acc[items: items + n] = parts.accepting
         self._tpl_class[items: items + n] = parts.local_class
-        tp[:, tid] = row, n, w, self._class_map(parts), parts.n_classes, items  # (the TPL_* order)
+        tp[:, tid] = row, n, w, self._class_map(parts), parts.n_classes, items, base  # (the TPL_* order)
         self._flat_n, self._tpl_items, self._tpl_n = top, items + n, tid + 1
         self._tpl_of[key] = tid
         if keep is not None:

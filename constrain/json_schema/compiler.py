@@ -92,12 +92,12 @@ _NON_INTEGRAL = num.non_integral_numbers()
 # every mask inside a long string walked 3-40k trie nodes. 512 was slower again (its remainder
 # terminals, built per schema near the bounds, are twice as big). The chunk and the remainder of
 # a whole chunk are schema-independent: built once per process.
-# In a long string's middle (past minLength, a whole LONG_CHUNK short of maxLength: no bound of the
-# schema in its remainder) chunks are LONG_CHUNK characters (``chunk_plan``): the parser counts
-# chunks, so each chunk's last ~128 characters are masks of their own (walked with the parser across
-# the chunk's end, 0.1-3 ms each on Llama 3), and with 256-character chunks that was every other
-# position of a long value (a 572-character base64 string: 80 -> 40 ms of masks). The price is a
-# bigger lexer layout per compile (~0.5 ms more where a schema has such a string).
+# Where a whole LONG_CHUNK fits under maxLength (and minLength is less than LENGTH_CHUNK ahead)
+# chunks are LONG_CHUNK characters (``chunk_plan``): the parser counts chunks, so each chunk's
+# last ~128 characters are masks of their own (walked with the parser across the chunk's end,
+# 0.1-3 ms each on Llama 3), and with 256-character chunks that was every other position of a
+# long value (a 572-character base64 string with minLength 50: masks 80 -> 11 ms). The price is a
+# bigger lexer layout per compile (~0.3-0.5 ms more where a schema has such a string).
 MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = 256
 LONG_CHUNK = 1024
@@ -133,18 +133,19 @@ def chunk_plan(min_len: int, max_len: int | None) -> list[tuple[int, int, bool, 
     """How ``_long_string`` counts min_len..max_len characters: per chunk boundary p (characters
     read), (p, chunk length x, whether a chunk and more may follow, the remainder's length bounds
     or None); x = 0 where a free string ends it (no maxLength, minLength reached). Chunks are
-    LONG_CHUNK characters where their remainder is whole (0..LONG_CHUNK-1: past minLength and a
-    whole chunk short of maxLength), LENGTH_CHUNK elsewhere: the remainders built per schema,
-    near the bounds, stay under LENGTH_CHUNK characters, and a long string's middle has a
-    chunk boundary (where masks are walked per chunk: the parser counts chunks) every
-    LONG_CHUNK characters instead of every LENGTH_CHUNK."""
+    LONG_CHUNK characters where a whole one fits under maxLength and minLength is less than
+    LENGTH_CHUNK characters ahead (its remainder is then the process's whole one, or that one
+    with a short lower bound: ``strings.chars_above``), LENGTH_CHUNK elsewhere: the remainders
+    built per schema stay under LENGTH_CHUNK characters, and a long string has a chunk boundary
+    (where masks are walked per chunk: the parser counts chunks) every LONG_CHUNK characters
+    instead of every LENGTH_CHUNK."""
     plan = []
     p = 0
     while True:
         if max_len is None and p >= min_len:
             plan.append((p, 0, False, None))
             return plan
-        big = p >= min_len and max_len is not None and p + LONG_CHUNK - 1 <= max_len
+        big = max_len is not None and p + LONG_CHUNK - 1 <= max_len and min_len - p < LENGTH_CHUNK
         x = LONG_CHUNK if big else LENGTH_CHUNK
         a, b = max(0, min_len - p), (min(x - 1, max_len - p) if max_len is not None else x - 1)
         more = max_len is None or p + x <= max_len
@@ -845,7 +846,10 @@ class _Builder:
                     alts.append([chunk, nxt])
                 if bounds is not None:
                     whole = bounds == (0, x - 1)  # (a whole chunk's remainder: fixed too)
-                    rest = js.chars(*bounds, closing=True, fixed=whole)
+                    if x == LONG_CHUNK and not whole:  # (a lower bound in a long chunk: the whole one's rows after it)
+                        rest = js.chars_above(bounds[0], x)
+                    else:
+                        rest = js.chars(*bounds, closing=True, fixed=whole)
                     if whole:
                         self._fixed.add(rest)
                     alts.append([rest])

@@ -23,6 +23,8 @@ import threading
 from collections import OrderedDict
 from functools import lru_cache
 
+import numpy as np
+
 from constrain.json_schema.numbers import EMPTY, alt, cat, lit, rep
 from constrain.regex.ast import hashed
 from constrain.regex import automaton
@@ -253,6 +255,42 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
         if len(_BODIES) > _BODIES_KEPT:
             _BODIES.popitem(last=False)
     return body
+
+
+def chars_above(min_len: int, k: int):
+    """The spelled body of min_len..k-1 characters and its closing quote (0 < min_len < k), laid out
+    by the lexer as its own first ``min_len`` characters' states followed by those of the
+    process's whole remainder ``chars(0, k - 1, closing=True, fixed=True)`` (``static_suffix``):
+    ``counted.repeat_dfa`` writes the same rows for both but for the closing quote at a character
+    boundary before ``min_len`` characters, so a schema's lower bound costs ``min_len``
+    characters' rows (``prefix_rows``), not ``k``'s (~20k states for a 1024-character chunk). Its
+    automaton is built only if something reads it whole (a ``LazyDFA``); one per bounds."""
+    key = ("above", min_len, k)
+    with _bodies_lock:
+        hit = _BODIES.get(key)
+        if hit is not None:
+            _BODIES.move_to_end(key)
+            return hit
+    whole = chars(0, k - 1, closing=True, fixed=True)[1]
+    body = automaton.LazyDFA(lambda: chars(min_len, k - 1, closing=True)[1])
+    body.start, body.trim = 0, True  # (known without building it: no opening quote; a chain is trim)
+    s0 = whole.first_copy + min_len * whole.copy_states
+    body.static_suffix = (whole, s0)
+    body.prefix_classes = lambda n, depth: whole.prefix_classes_above(min_len, n, depth)
+
+    def prefix_rows():
+        rows = np.array(whole.table[:s0])
+        quote = int(whole.classes[ord('"')])
+        rows[whole.first_copy + np.arange(min_len) * whole.copy_states, quote] = -1  # (no closing before min_len)
+        return rows, whole.classes, whole.accepting[:s0]
+
+    body.prefix_rows = prefix_rows
+    node = ("dfa", body)
+    with _bodies_lock:
+        node = _BODIES.setdefault(key, node)
+        if len(_BODIES) > _BODIES_KEPT:
+            _BODIES.popitem(last=False)
+    return node
 
 
 def spell_decoded(node):

@@ -60,6 +60,11 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
     if rest is None:  # (kept on the body: a string's character DFA is one per process, ~140 us a chain)
         rest = body._finish_lengths = _bytes_to_finish(table, acc)[inner]
     dfa.bounded_classes = lambda depth: chain_classes(rest, lo, hi, depth, before is not None, after is not None)
+    # (a chain state's copy and place: copy i's state s is ``first_copy + i * copy_states + s``)
+    dfa.copy_states, dfa.first_copy = k, 1 if before is not None else 0
+    dfa.prefix_classes = lambda n, depth: chain_prefix_classes(rest, lo, hi, depth, before is not None, n)
+    # (the same chain with a higher lower bound, ``strings.chars_above``: its first n states' classes)
+    dfa.prefix_classes_above = lambda lo2, n, depth: chain_prefix_classes(rest, lo2, hi, depth, before is not None, n)
     return dfa
 
 
@@ -106,6 +111,27 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
     if after:
         parts.append([top])
     return np.concatenate(parts).astype(np.int64)
+
+
+def chain_prefix_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, n: int) -> np.ndarray:
+    """``chain_classes`` of the chain's first ``n`` states only (dense ids; the opening quote's
+    state, with ``before``, a class of its own): the part of a long string's remainder that a
+    schema's lower bound makes its own (``LexerBlocks._prefix_template``)."""
+    off = 1 if before else 0
+    k = rest.shape[0]
+    ids = np.arange(max(n - off, 0), dtype=np.int64)
+    copy, s = ids // k, ids % k
+    inner = (s > 0).astype(np.int64)
+    step = max(int(rest[0]), 1)
+    cap = np.maximum(depth - rest[s] * inner, -1) // step + 1
+    a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
+    b = np.minimum(hi - copy - inner, cap)
+    width = depth + 2
+    _, chain = np.unique((s * width + a) * width + b, return_inverse=True)
+    chain = chain.reshape(-1).astype(np.int64)
+    if before:
+        chain = np.concatenate(([int(chain.max()) + 1 if chain.shape[0] else 0], chain))
+    return chain
 
 
 def _ranks_of_runs(key: np.ndarray, hi: int, k: int) -> np.ndarray:
