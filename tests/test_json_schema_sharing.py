@@ -304,34 +304,41 @@ def test_a_process_automatons_template_is_stored_once_per_process(real_vocab, mo
     assert_same_masks(again, alone)
 
 
-def test_a_lower_bound_in_a_long_chunk_reads_the_whole_remainders_rows(real_vocab, monkeypatch):
-    """A long string's 1024-character chunk with a lower bound (``strings.chars_above``) is laid
-    out as its own first characters' rows, then the process's whole remainder from there on
-    (``LexerBlocks._dfa_templates``), without building its automaton. Those rows are the built
-    automaton's, and the masks along documents equal those of a lexer laying out the built
-    automaton whole: at the bound, across it, near the chunk's end, with escapes and
-    multibyte characters."""
+def test_counted_strings_are_laid_out_over_a_whole_chunks_remainder(real_vocab, monkeypatch):
+    """A counted string under a chunk's length (``maxLength: 255``, a long chunk's remainder with a
+    lower bound) is laid out by the lexer as a few rows of its own, then the process's whole
+    remainder's rows (``strings._split_chars``, ``LexerBlocks._dfa_templates``), its automaton
+    never built. Those rows are the built automaton's (its state x is the whole one's x + base),
+    and the masks along documents equal those of a lexer laying out the built automata: at the
+    bounds, across them, near a chunk's end, with escapes and multibyte characters."""
     import constrain
     from constrain.json_schema.compiler import LONG_CHUNK
 
-    for lo in (1, 37, 255):
-        node = strings.chars_above(lo, LONG_CHUNK)
-        whole, s0 = node[1].static_suffix
-        rows, classes, accepting = node[1].prefix_rows()
-        assert not node[1].is_built
-        built = strings.chars(lo, LONG_CHUNK - 1, closing=True)[1]
-        assert np.array_equal(built.table[:s0], rows) and np.array_equal(built.table[s0:], whole.table[s0:])
-        assert np.array_equal(built.classes, classes) and np.array_equal(built.accepting[:s0], accepting)
-        assert np.array_equal(built.accepting[s0:], whole.accepting[s0:])
+    for lo, hi, opening, k in ((0, 17, True, 256), (3, 200, True, 256), (0, 254, False, 256), (12, 100, False, 256),
+                               (1, LONG_CHUNK - 1, False, LONG_CHUNK), (255, LONG_CHUNK - 1, False, LONG_CHUNK)):
+        node = strings.chars(lo, hi, opening, closing=True, whole=k)
+        split = node[1]
+        whole, s0 = split.static_suffix
+        rows, classes, accepting, base = split.prefix_rows()
+        assert not split.is_built
+        built = strings._counted_chain(lo, hi, opening, True)
+        n = split.prefix_len
+        assert s0 == base + n and built.num_states == whole.num_states - base
+        shifted = np.where(built.table >= 0, built.table + base, -1)
+        assert np.array_equal(shifted[:n], rows) and np.array_equal(shifted[n:], whole.table[s0:])
+        assert np.array_equal(built.classes, classes) and np.array_equal(built.classes, whole.classes)
+        assert np.array_equal(built.accepting[:n], accepting) and np.array_equal(built.accepting[n:], whole.accepting[s0:])
         for depth in (16, 81, 128):  # the prefix's classes are the built chain's, renumbered
-            ours, theirs = node[1].prefix_classes(s0, depth), built.bounded_classes(depth)[:s0]
+            ours, theirs = split.prefix_classes(depth), built.bounded_classes(depth)[:n]
             assert len(set(zip(ours.tolist(), theirs.tolist()))) == len(set(ours.tolist())) == len(set(theirs.tolist()))
 
     tok, index = real_vocab("llama3")
-    schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": 37, "maxLength": 3000}},
-              "required": ["a"]}
+    schema = {"type": "object", "properties": {"a": {"type": "string", "minLength": 37, "maxLength": 3000},
+                                               "b": {"type": "string", "minLength": 3, "maxLength": 40},
+                                               "c": {"type": "string", "maxLength": 255}}, "required": ["a"]}
     body = ("Zürich \\ \"quoted\" line\n " * 80)
-    docs = [{"a": body[:n]} for n in (37, 40, 200, 1015, 1100)]
+    docs = [{"a": body[:n], "b": body[: n % 41], "c": body[: (7 * n) % 256]} for n in (37, 40, 200, 1015, 1100)]
+    docs = [{k: v for k, v in d.items() if k == "a" or len(v) >= 3} for d in docs]
 
     def masks(doc):
         automaton.clear_memo()
@@ -340,6 +347,6 @@ def test_a_lower_bound_in_a_long_chunk_reads_the_whole_remainders_rows(real_voca
         return masks_along(compiled, tok.encode(text, add_special_tokens=False))
 
     split = [masks(d) for d in docs]
-    monkeypatch.setattr(strings, "chars_above", lambda lo, k: strings.chars(lo, k - 1, closing=True))
+    monkeypatch.setattr(strings, "_split_chars", lambda lo, hi, opening, k: ("dfa", strings._counted_chain(lo, hi, opening, True)))
     for doc, got in zip(docs, split):
-        assert_same_masks(got, masks(doc), len(doc["a"]))
+        assert_same_masks(got, masks(doc), {k: len(v) for k, v in doc.items()})

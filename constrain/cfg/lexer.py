@@ -951,42 +951,48 @@ class LexerBlocks:
 
     def _dfa_templates(self, dfa) -> list[int]:
         """The templates ``dfa`` is laid out as: itself, or for an automaton whose states from
-        ``s0`` on are a process automaton's (``dfa.static_suffix = (fixed, s0)``: a long string's
-        remainder with a lower bound, ``strings.chars_above``), its first ``s0`` states then the
-        process automaton's from ``s0``, read in the static table: a per-schema copy of ~20k rows
-        and their classes (~1 ms inside a mask) becomes ``s0`` rows."""
+        some on are a process automaton's (``dfa.static_suffix = (fixed, s)``: a counted string
+        laid out over a long string's whole remainder, ``strings._split_chars``), its own first
+        ``dfa.prefix_len`` states then ``fixed``'s from ``s`` on, read in the static table: a
+        per-schema copy of up to ~20k rows and their classes (~0.3-1 ms inside a mask) becomes a
+        few rows, and its automaton is never built."""
         split = getattr(dfa, "static_suffix", None)
         if split is None:
             return [self._dfa_template(dfa)]
         fixed, s0 = split
-        return [self._prefix_template(dfa, s0), self._suffix_template(fixed, s0)]
+        return ([self._prefix_template(dfa)] if dfa.prefix_len else []) + [self._suffix_template(fixed, s0)]
 
-    def _prefix_template(self, dfa, s0: int) -> int:
-        """Template of ``dfa``'s states before ``s0`` (``dfa.prefix_rows()``, read without building
-        ``dfa``; edges into ``s0`` on lead into the suffix's copy)."""
-        key = ("prefix", id(dfa), s0, self.token_depth)
+    def _prefix_template(self, dfa) -> int:
+        """Template of a split automaton's own first states (``dfa.prefix_rows()``: rows whose
+        targets are the process automaton's state ids, from its id of the first row)."""
+        key = ("prefix", id(dfa), self.token_depth)
         hit = self._tpl_of.get(key)
         if hit is not None:
             return hit
-        rows, classes, accepting = dfa.prefix_rows()
-        local = dfa.prefix_classes(s0, self.token_depth)
-        return self._add_template(key, dfa, _template_parts(rows, classes, accepting, local))
+        rows, classes, accepting, base = dfa.prefix_rows()
+        parts = _template_parts(rows, classes, accepting, dfa.prefix_classes(self.token_depth))
+        return self._add_template(key, dfa, parts, base=base)
 
     def _suffix_template(self, fixed, s0: int) -> int:
-        """Template of process automaton ``fixed``'s states from ``s0`` on: its rows in the static
-        table from state ``s0``, its own targets (``base`` ``s0``), its mask classes."""
+        """Template of process automaton ``fixed``'s states from ``s0`` on: its rows from state ``s0``
+        (in the static table, where ``_dfa_template`` would keep them; else copied), its own
+        targets (``base`` ``s0``), its mask classes."""
         key = ("suffix", id(fixed), s0, self.token_depth)
         hit = self._tpl_of.get(key)
         if hit is not None:
             return hit
         whole = _dfa_template_parts(fixed, self.token_depth)
-        row = _static_rows(fixed, whole.flat) + s0 * whole.width
-        if self._static_flat is not _STATIC_FLAT[0]:
-            self._static_flat = _STATIC_FLAT[0]
-            self._lx = None
-        parts = whole._replace(flat=whole.flat[:0], n=whole.n - s0, accepting=whole.accepting[s0:],
+        w = whole.width
+        static_row = -1
+        if lives_for_process(fixed) and whole.n * w >= STATIC_TEMPLATE_CELLS:
+            static_row = _static_rows(fixed, whole.flat) + s0 * w
+            if self._static_flat is not _STATIC_FLAT[0]:
+                self._static_flat = _STATIC_FLAT[0]
+                self._lx = None
+        parts = whole._replace(flat=whole.flat[s0 * w:] if static_row < 0 else whole.flat[:0], n=whole.n - s0,
+                               accepting=whole.accepting[s0:],
                                local_class=whole.local_class[s0:])  # (class ids may skip some: only labels)
-        return self._add_template(key, fixed, parts, row, base=s0)
+        return self._add_template(key, fixed, parts, static_row, base=s0)
 
     def _chain_templates(self, ids: list[int], rest: tuple) -> list[int] | None:
         """The templates of a terminal made of static pieces ``ids`` (each final state leading into

@@ -135,8 +135,9 @@ def chunk_plan(min_len: int, max_len: int | None) -> list[tuple[int, int, bool, 
     or None); x = 0 where a free string ends it (no maxLength, minLength reached). Chunks are
     LONG_CHUNK characters where a whole one fits under maxLength and minLength is less than
     LENGTH_CHUNK characters ahead (its remainder is then the process's whole one, or that one
-    with a short lower bound: ``strings.chars_above``), LENGTH_CHUNK elsewhere: the remainders
-    built per schema stay under LENGTH_CHUNK characters, and a long string has a chunk boundary
+    with a short lower bound: ``strings.chars_above``), LENGTH_CHUNK elsewhere (a remainder under
+    a chunk's length is laid out over the process's whole remainder: ``strings._split_chars``; a
+    schema's own rows are those before its lower bound), so a long string has a chunk boundary
     (where masks are walked per chunk: the parser counts chunks) every LONG_CHUNK characters
     instead of every LENGTH_CHUNK."""
     plan = []

@@ -27,7 +27,7 @@ import numpy as np
 
 from constrain.json_schema.numbers import EMPTY, alt, cat, lit, rep
 from constrain.regex.ast import hashed
-from constrain.regex import automaton
+from constrain.regex import automaton, counted
 from constrain.regex import charset as cs
 
 QUOTE = hashed(lit('"'))
@@ -203,10 +203,10 @@ def string_of_length(min_len: int = 0, max_len: int | None = None):
 
 # Bodies by bounds (LRU, cleared with the automaton memo): equal bounds must give the SAME leaf, or
 # every `"maxLength": 255` property would be a terminal, a lexer automaton and a mask walk of its own.
-_BODIES: "OrderedDict[tuple[int, int | None, bool, bool], tuple]" = OrderedDict()
+_BODIES: "OrderedDict[tuple[int, int | None, bool, bool, int], tuple]" = OrderedDict()
 _BODIES_KEPT = 64
 _bodies_lock = threading.Lock()
-_FIXED_BODIES: dict[tuple[int, int | None, bool, bool], tuple] = {}  # ``chars(..., fixed=True)``: never cleared
+_FIXED_BODIES: dict[tuple[int, int | None, bool, bool, int], tuple] = {}  # ``chars(..., fixed=True)``: never cleared
 automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
@@ -217,16 +217,18 @@ def _kept_for_process(body):
     return body
 
 
-def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False, fixed: bool = False):
+def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False, fixed: bool = False,
+          whole: int = 256):
     """The spelled body of min_len..max_len decoded characters, with the opening and/or closing
     quote when asked; one AST per arguments (so that equal bounds give one lexer terminal). A
     counted body is one DFA leaf with its quotes built in (``repeat_dfa``): gluing them on
     afterwards re-minimised the whole chain. ``fixed``: a body no schema bound is in (a long
     string's chunk and a whole chunk's remainder), kept for the process like the other static
     pieces: clearing the memo (``automaton.clear_memo``) or evicting it made a new leaf, built
-    again, and each new leaf was one more entry in the static store."""
-    global _CHAR_DFA
-    key = (min_len, max_len, opening, closing)
+    again, and each new leaf was one more entry in the static store. A closing body under ``whole``
+    characters (not fixed) is laid out over the fixed remainder of a ``whole``-character chunk
+    (``_split_chars``)."""
+    key = (min_len, max_len, opening, closing, whole)
     with _bodies_lock:
         hit = _FIXED_BODIES.get(key)
         if hit is not None:
@@ -240,14 +242,10 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
             return hit
     if max_len is None or max_len <= 16:
         body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
+    elif closing and not fixed and max_len < whole:
+        body = _split_chars(min_len, max_len, opening, whole)
     else:
-        from constrain.regex.counted import prefix_free_dfa, repeat_dfa
-
-        if _CHAR_DFA is None:
-            _CHAR_DFA = prefix_free_dfa(ANY_CHAR)
-        quote = ord('"')
-        body = ("dfa", repeat_dfa(_CHAR_DFA, min_len, max_len, before=quote if opening else None,
-                                  after=quote if closing else None))
+        body = ("dfa", _counted_chain(min_len, max_len, opening, closing))
     with _bodies_lock:
         if fixed:
             return _FIXED_BODIES.setdefault(key, _kept_for_process(body))
@@ -258,39 +256,57 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
 
 
 def chars_above(min_len: int, k: int):
-    """The spelled body of min_len..k-1 characters and its closing quote (0 < min_len < k), laid out
-    by the lexer as its own first ``min_len`` characters' states followed by those of the
-    process's whole remainder ``chars(0, k - 1, closing=True, fixed=True)`` (``static_suffix``):
-    ``counted.repeat_dfa`` writes the same rows for both but for the closing quote at a character
-    boundary before ``min_len`` characters, so a schema's lower bound costs ``min_len``
-    characters' rows (``prefix_rows``), not ``k``'s (~20k states for a 1024-character chunk). Its
-    automaton is built only if something reads it whole (a ``LazyDFA``); one per bounds."""
-    key = ("above", min_len, k)
-    with _bodies_lock:
-        hit = _BODIES.get(key)
-        if hit is not None:
-            _BODIES.move_to_end(key)
-            return hit
+    """The spelled body of min_len..k-1 characters and its closing quote (0 < min_len < k): a long
+    string's ``k``-character chunk's remainder under a lower bound, laid out over the process's
+    whole remainder (``_split_chars``)."""
+    return chars(min_len, k - 1, closing=True, whole=k)
+
+
+def _split_chars(min_len: int, max_len: int, opening: bool, k: int):
+    """``chars(min_len, max_len, opening, closing=True)`` for max_len < k, laid out by the lexer over
+    the process's whole remainder W = ``chars(0, k - 1, closing=True, fixed=True)``: from the
+    copy ``c0 = k - 1 - max_len`` on, W's chain reads what this one does (as many characters
+    left, the same closing quote; ``counted.repeat_dfa`` writes the same rows), except that this
+    one may not close before ``min_len`` characters. So its lexer layout (``static_suffix``,
+    ``LexerBlocks._dfa_templates``) is its own first rows (the opening quote's, then ``min_len``
+    characters' read off W with the early closing quotes removed: ``prefix_rows``), then W's
+    rows from there in the process's static table: a schema's ``maxLength: 255`` costs no
+    automaton (5,102 states, ~0.3-0.9 ms inside the mask that met it, and its build at compile).
+    Its automaton is built only if something reads it whole (a ``LazyDFA``)."""
     whole = chars(0, k - 1, closing=True, fixed=True)[1]
-    body = automaton.LazyDFA(lambda: chars(min_len, k - 1, closing=True)[1])
-    body.start, body.trim = 0, True  # (known without building it: no opening quote; a chain is trim)
-    s0 = whole.first_copy + min_len * whole.copy_states
-    body.static_suffix = (whole, s0)
-    body.prefix_classes = lambda n, depth: whole.prefix_classes_above(min_len, n, depth)
+    kk, c0 = whole.copy_states, k - 1 - max_len
+    assert whole.first_copy == 0 and 0 <= min_len <= max_len < k
+    first = c0 * kk  # W's id of the first character's state
+    n_prefix = int(opening) + min_len * kk
+    body = automaton.LazyDFA(lambda: _counted_chain(min_len, max_len, opening, True))
+    body.start, body.trim = 0, True  # (known without building it: a chain starts at 0 and is trim)
+    body.static_suffix = (whole, first + min_len * kk)
+    body.prefix_len = n_prefix
 
     def prefix_rows():
-        rows = np.array(whole.table[:s0])
+        """(rows in W's state ids, byte classes, accepting flags, W's id of the first row)."""
         quote = int(whole.classes[ord('"')])
-        rows[whole.first_copy + np.arange(min_len) * whole.copy_states, quote] = -1  # (no closing before min_len)
-        return rows, whole.classes, whole.accepting[:s0]
+        rows = np.full((n_prefix, whole.table.shape[1]), -1, dtype=whole.table.dtype)
+        if opening:
+            rows[0, quote] = first
+        rows[int(opening):] = whole.table[first: first + min_len * kk]
+        rows[int(opening) + np.arange(min_len) * kk, quote] = -1  # (no closing before min_len)
+        return rows, whole.classes, np.zeros(n_prefix, dtype=np.bool_), first - int(opening)
 
     body.prefix_rows = prefix_rows
-    node = ("dfa", body)
-    with _bodies_lock:
-        node = _BODIES.setdefault(key, node)
-        if len(_BODIES) > _BODIES_KEPT:
-            _BODIES.popitem(last=False)
-    return node
+    body.prefix_classes = lambda depth: counted.chain_prefix_classes(whole.finish_lengths, min_len, max_len, depth,
+                                                                     opening, n_prefix)
+    return ("dfa", body)
+
+
+def _counted_chain(min_len: int, max_len: int, opening: bool, closing: bool):
+    """The automaton of ``chars(...)`` above 16 characters: a counted chain (``counted.repeat_dfa``)."""
+    global _CHAR_DFA
+    if _CHAR_DFA is None:
+        _CHAR_DFA = counted.prefix_free_dfa(ANY_CHAR)
+    quote = ord('"')
+    return counted.repeat_dfa(_CHAR_DFA, min_len, max_len, before=quote if opening else None,
+                              after=quote if closing else None)
 
 
 def spell_decoded(node):

@@ -63,8 +63,7 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
     # (a chain state's copy and place: copy i's state s is ``first_copy + i * copy_states + s``)
     dfa.copy_states, dfa.first_copy = k, 1 if before is not None else 0
     dfa.prefix_classes = lambda n, depth: chain_prefix_classes(rest, lo, hi, depth, before is not None, n)
-    # (the same chain with a higher lower bound, ``strings.chars_above``: its first n states' classes)
-    dfa.prefix_classes_above = lambda lo2, n, depth: chain_prefix_classes(rest, lo2, hi, depth, before is not None, n)
+    dfa.finish_lengths = rest  # (``chain_prefix_classes`` of chains laid out over this one: ``strings._split_chars``)
     return dfa
 
 
