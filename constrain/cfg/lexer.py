@@ -687,6 +687,17 @@ def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, com
     return top
 
 
+def _unwritten_room(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` (1-D) with room for ``n`` items (doubling), the new ones unwritten: for arrays whose
+    items are written before they are read (zeroing a component array grown to ~40k entries
+    for a long string's chunk cost as much as copying it)."""
+    if n <= a.shape[0]:
+        return a
+    out = np.empty(max(n, 2 * a.shape[0]), dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
 def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
     """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
     if n <= a.shape[0]:
@@ -1036,7 +1047,8 @@ class LexerBlocks:
             # (grown in doubling steps: the store tuple, and with it the walks' ``WalkArgs`` tables, is
             # rebuilt only then; rebuilding it at every terminal built cost ~2 us a walk on MaskBench)
             (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
-             self._comp_cls_id, self._single_of, self._utf8_memo) = (grown(a, -top) for a in self._component_arrays())
+             self._comp_cls_id, self._single_of, self._utf8_memo) = (_unwritten_room(a, -top)
+                                                                     for a in self._component_arrays())
             self._lx = None
         self._n_comp = top
         return firsts.tolist()
