@@ -45,7 +45,8 @@ ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state 
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
 # rows of ``LexerBlocks._tpl``, per template: its first row in the flat table (``~offset`` in the
-# static one), states, row width, class map, mask classes, where its flags and classes start
+# static one), states, row width, class map, mask classes, where its flags and classes start, and
+# the id its rows' targets give its first state (0, or where a process automaton's suffix begins)
 TPL_ROW, TPL_STATES, TPL_WIDTH, TPL_MAP, TPL_N_CLASSES, TPL_ACC_OFF, TPL_BASE = range(7)
 TPL_FIELDS = 7
 UNBUILT = -2  # ``LexerBlocks._term_comp`` of a terminal whose automaton is not built yet

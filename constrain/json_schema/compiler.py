@@ -828,10 +828,9 @@ class _Builder:
         ``rest_p`` (p characters read, at a chunk boundary) -> C_x rest_{p+x} | R_p '"', where C_x
         is exactly x characters and R_p the remainder lengths max(0, lo-p)..min(x-1, hi-p); a
         length splits uniquely into chunks and a remainder, so the grammar is unambiguous and
-        exact. The chunk at p is LONG_CHUNK characters where its remainder is whole (p >= lo and
-        p + LONG_CHUNK - 1 <= hi: the middle of a long string), else LENGTH_CHUNK (near either
-        bound, so the remainders built per schema stay small). Without maxLength the counting
-        stops once minLength is reached (any characters, then '"')."""
+        exact. The chunk at each p is ``chunk_plan``'s: LONG_CHUNK characters in a long string's
+        middle, LENGTH_CHUNK near its bounds. Without maxLength the counting stops once minLength
+        is reached (any characters, then '"')."""
         key = ("long", min_len, max_len)
         if key in self._memo:
             return self._memo[key]
