@@ -316,7 +316,7 @@ def test_counted_strings_are_laid_out_over_a_whole_chunks_remainder(real_vocab, 
 
     for lo, hi, opening, k in ((0, 17, True, 256), (3, 200, True, 256), (0, 254, False, 256), (12, 100, False, 256),
                                (1, LONG_CHUNK - 1, False, LONG_CHUNK), (255, LONG_CHUNK - 1, False, LONG_CHUNK)):
-        node = strings.chars(lo, hi, opening, closing=True, whole=k)
+        node = strings.chars(lo, hi, opening, closing=True, chunk=k)
         split = node[1]
         whole, s0 = split.static_suffix
         rows, classes, accepting, base = split.prefix_rows()

@@ -671,11 +671,11 @@ def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, com
             a = tpl[TPL_ACC_OFF, k]
             row = tpl[TPL_ROW, k]
             m = tpl[TPL_MAP, k]
-            base = tpl[TPL_BASE, k]
+            tpl_base = tpl[TPL_BASE, k]
             for s in range(tpl[TPL_STATES, k]):
                 # (a row in the static table is ``~offset``: its state s at ``~(offset + s * w)``)
                 comp_row[g + s] = row + s * w if row >= 0 else row - s * w
-                comp_shift[g + s] = g - base  # (targets are the template's own ids, from ``base``)
+                comp_shift[g + s] = g - tpl_base  # (targets are the template's own ids, from its base)
                 comp_acc[g + s] = tpl_acc[a + s]
                 comp_term[g + s] = terms[r]
                 comp_class[g + s] = cls + tpl_class[a + s]
@@ -688,22 +688,14 @@ def _append_copies(tids, run_ptr, terms, base, ctr, tpl, tpl_acc, tpl_class, com
     return top
 
 
-def _unwritten_room(a: np.ndarray, n: int) -> np.ndarray:
-    """``a`` (1-D) with room for ``n`` items (doubling), the new ones unwritten: for arrays whose
-    items are written before they are read (zeroing a component array grown to ~40k entries
-    for a long string's chunk cost as much as copying it)."""
+def _room(a: np.ndarray, n: int, fill=None) -> np.ndarray:
+    """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``, or unwritten
+    without one (for arrays whose items are written before they are read: zeroing a component
+    array grown to ~40k entries for a long string's chunk cost as much as copying it)."""
     if n <= a.shape[0]:
         return a
-    out = np.empty(max(n, 2 * a.shape[0]), dtype=a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-def _room(a: np.ndarray, n: int, fill) -> np.ndarray:
-    """``a`` (1-D) with room for ``n`` items: grown by doubling, new items ``fill``."""
-    if n <= a.shape[0]:
-        return a
-    out = np.full(max(n, 2 * a.shape[0]), fill, dtype=a.dtype)
+    size = max(n, 2 * a.shape[0])
+    out = np.empty(size, dtype=a.dtype) if fill is None else np.full(size, fill, dtype=a.dtype)
     out[: a.shape[0]] = a
     return out
 
@@ -995,16 +987,22 @@ class LexerBlocks:
             return hit
         whole = _dfa_template_parts(fixed, self.token_depth)
         w = whole.width
-        static_row = -1
-        if lives_for_process(fixed) and whole.n * w >= STATIC_TEMPLATE_CELLS:
-            static_row = _static_rows(fixed, whole.flat) + s0 * w
-            if self._static_flat is not _STATIC_FLAT[0]:
-                self._static_flat = _STATIC_FLAT[0]
-                self._lx = None
+        static_row = self._static_row(fixed, whole.flat)
+        if static_row >= 0:
+            static_row += s0 * w
         parts = whole._replace(flat=whole.flat[s0 * w:] if static_row < 0 else whole.flat[:0], n=whole.n - s0,
                                accepting=whole.accepting[s0:],
                                local_class=whole.local_class[s0:])  # (class ids may skip some: only labels)
         return self._add_template(key, fixed, parts, static_row, base=s0)
+
+    def _static_row(self, dfa, flat: np.ndarray) -> int:
+        """Where ``dfa``'s rows (``flat``) are in the process's static table (``static_rows_of``),
+        the lexer then reading the table as it is now; -1: the lexer copies them."""
+        row = static_rows_of(dfa, flat)
+        if row >= 0 and self._static_flat is not _STATIC_FLAT[0]:
+            self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
+            self._lx = None
+        return row
 
     def _chain_templates(self, ids: list[int], rest: tuple) -> list[int] | None:
         """The templates of a terminal made of static pieces ``ids`` (each final state leading into
@@ -1048,8 +1046,7 @@ class LexerBlocks:
             # (grown in doubling steps: the store tuple, and with it the walks' ``WalkArgs`` tables, is
             # rebuilt only then; rebuilding it at every terminal built cost ~2 us a walk on MaskBench)
             (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
-             self._comp_cls_id, self._single_of, self._utf8_memo) = (_unwritten_room(a, -top)
-                                                                     for a in self._component_arrays())
+             self._comp_cls_id, self._single_of, self._utf8_memo) = (_room(a, -top) for a in self._component_arrays())
             self._lx = None
         self._n_comp = top
         return firsts.tolist()
@@ -1069,14 +1066,8 @@ class LexerBlocks:
         if hit is not None:
             return hit
         parts = _dfa_template_parts(dfa, self.token_depth)
-        static_row = -1
-        for_process = lives_for_process(dfa)
-        if for_process and parts.n * parts.width >= STATIC_TEMPLATE_CELLS:
-            static_row = _static_rows(dfa, parts.flat)
-            if self._static_flat is not _STATIC_FLAT[0]:
-                self._static_flat = _STATIC_FLAT[0]  # (holds every row stored so far)
-                self._lx = None
-        if for_process and self._shares and parts.n <= SHARED_MAX_STATES:  # and for every later lexer
+        static_row = self._static_row(dfa, parts.flat)
+        if lives_for_process(dfa) and self._shares and parts.n <= SHARED_MAX_STATES:  # and for every later lexer
             _share_template(key, dfa, parts, static_row)
         return self._add_template(key, dfa, parts, static_row)
 
@@ -1295,12 +1286,19 @@ def _static_rows(dfa, flat: np.ndarray) -> int:
         return used
 
 
+def static_rows_of(dfa, flat: np.ndarray) -> int:
+    """Offset of ``dfa``'s rows (``flat``) in the static table for an automaton that lives for the
+    process and has ``STATIC_TEMPLATE_CELLS`` cells or more (stored on first use); else -1."""
+    if lives_for_process(dfa) and flat.shape[0] >= STATIC_TEMPLATE_CELLS:
+        return _static_rows(dfa, flat)
+    return -1
+
+
 def keep_static_rows(dfa) -> None:
     """Store a process automaton's rows in the static table now, if the lexer would keep them there
     (the warm-up does it for a long string's chunks, which are built with the schema compiler)."""
     table = dfa.table if dfa.table is not None else dfa.trans
-    if lives_for_process(dfa) and table.size >= STATIC_TEMPLATE_CELLS:
-        _static_rows(dfa, np.ascontiguousarray(table, dtype=np.int32).reshape(-1))
+    static_rows_of(dfa, np.ascontiguousarray(table, dtype=np.int32).reshape(-1))
 
 
 def static_cells_stored() -> int:

@@ -99,7 +99,7 @@ _NON_INTEGRAL = num.non_integral_numbers()
 # long value (a 572-character base64 string with minLength 50: masks 80 -> 11 ms). The price is a
 # bigger lexer layout per compile (~0.3-0.5 ms more where a schema has such a string).
 MAX_DFA_LENGTH = 128
-LENGTH_CHUNK = 256
+LENGTH_CHUNK = js.LENGTH_CHUNK  # (defined with the strings laid out over its remainder)
 LONG_CHUNK = 1024
 MAX_DFA_COUNTED_LENGTH = 4096
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
@@ -134,10 +134,9 @@ def chunk_plan(min_len: int, max_len: int | None) -> list[tuple[int, int, bool, 
     read), (p, chunk length x, whether a chunk and more may follow, the remainder's length bounds
     or None); x = 0 where a free string ends it (no maxLength, minLength reached). Chunks are
     LONG_CHUNK characters where a whole one fits under maxLength and minLength is less than
-    LENGTH_CHUNK characters ahead (its remainder is then the process's whole one, or that one
-    with a short lower bound: ``strings.chars_above``), LENGTH_CHUNK elsewhere (a remainder under
-    a chunk's length is laid out over the process's whole remainder: ``strings._split_chars``; a
-    schema's own rows are those before its lower bound), so a long string has a chunk boundary
+    LENGTH_CHUNK characters ahead, LENGTH_CHUNK elsewhere. A remainder that is not a chunk's whole
+    one is laid out over that whole one (``strings._split_chars``: a schema's own rows are those
+    before its lower bound), so no remainder is built per schema, and a long string has a chunk boundary
     (where masks are walked per chunk: the parser counts chunks) every LONG_CHUNK characters
     instead of every LENGTH_CHUNK."""
     plan = []
@@ -845,11 +844,8 @@ class _Builder:
                     self._fixed.add(chunk)  # (no bound of the schema in it: built once per process, ``seq``)
                     alts.append([chunk, nxt])
                 if bounds is not None:
-                    whole = bounds == (0, x - 1)  # (a whole chunk's remainder: fixed too)
-                    if x == LONG_CHUNK and not whole:  # (a lower bound in a long chunk: the whole one's rows after it)
-                        rest = js.chars_above(bounds[0], x)
-                    else:
-                        rest = js.chars(*bounds, closing=True, fixed=whole)
+                    whole = bounds == (0, x - 1)  # (a whole chunk's remainder: fixed too; a part of one is
+                    rest = js.chars(*bounds, closing=True, fixed=whole, chunk=x)  # laid out over it)
                     if whole:
                         self._fixed.add(rest)
                     alts.append([rest])

@@ -203,10 +203,10 @@ def string_of_length(min_len: int = 0, max_len: int | None = None):
 
 # Bodies by bounds (LRU, cleared with the automaton memo): equal bounds must give the SAME leaf, or
 # every `"maxLength": 255` property would be a terminal, a lexer automaton and a mask walk of its own.
-_BODIES: "OrderedDict[tuple[int, int | None, bool, bool, int], tuple]" = OrderedDict()
+_BODIES: "OrderedDict[tuple[int, int | None, bool, bool, int], tuple]" = OrderedDict()  # (bounds, chunk)
 _BODIES_KEPT = 64
 _bodies_lock = threading.Lock()
-_FIXED_BODIES: dict[tuple[int, int | None, bool, bool, int], tuple] = {}  # ``chars(..., fixed=True)``: never cleared
+_FIXED_BODIES: dict[tuple[int, int | None, bool, bool], tuple] = {}  # ``chars(..., fixed=True)``: never cleared
 automaton._OTHER_MEMOS.append(_BODIES.clear)
 
 
@@ -217,49 +217,48 @@ def _kept_for_process(body):
     return body
 
 
+# A long string's short chunk (``compiler.chunk_plan``): a counted string under it is laid out over
+# the fixed remainder of such a chunk (``_split_chars``)
+LENGTH_CHUNK = 256
+
+
 def chars(min_len: int, max_len: int | None, opening: bool = False, closing: bool = False, fixed: bool = False,
-          whole: int = 256):
+          chunk: int = LENGTH_CHUNK):
     """The spelled body of min_len..max_len decoded characters, with the opening and/or closing
     quote when asked; one AST per arguments (so that equal bounds give one lexer terminal). A
     counted body is one DFA leaf with its quotes built in (``repeat_dfa``): gluing them on
     afterwards re-minimised the whole chain. ``fixed``: a body no schema bound is in (a long
     string's chunk and a whole chunk's remainder), kept for the process like the other static
     pieces: clearing the memo (``automaton.clear_memo``) or evicting it made a new leaf, built
-    again, and each new leaf was one more entry in the static store. A closing body under ``whole``
-    characters (not fixed) is laid out over the fixed remainder of a ``whole``-character chunk
-    (``_split_chars``)."""
-    key = (min_len, max_len, opening, closing, whole)
+    again, and each new leaf was one more entry in the static store. A closing body under ``chunk``
+    characters (not fixed) is laid out over the fixed remainder of a ``chunk``-character chunk
+    (``_split_chars``); a fixed body, never split, is found by its bounds whatever ``chunk``."""
+    bounds = (min_len, max_len, opening, closing)
+    key = (*bounds, chunk)
     with _bodies_lock:
-        hit = _FIXED_BODIES.get(key)
+        hit = _FIXED_BODIES.get(bounds)
         if hit is not None:
             return hit
         hit = _BODIES.get(key)
         if hit is not None:
             if fixed:  # (the same leaf from now on: grammars holding it keep one terminal)
-                _FIXED_BODIES[key] = _kept_for_process(hit)
+                _FIXED_BODIES[bounds] = _kept_for_process(hit)
             else:
                 _BODIES.move_to_end(key)
             return hit
     if max_len is None or max_len <= 16:
         body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
-    elif closing and not fixed and max_len < whole:
-        body = _split_chars(min_len, max_len, opening, whole)
+    elif closing and not fixed and max_len < chunk:
+        body = _split_chars(min_len, max_len, opening, chunk)
     else:
         body = ("dfa", _counted_chain(min_len, max_len, opening, closing))
     with _bodies_lock:
         if fixed:
-            return _FIXED_BODIES.setdefault(key, _kept_for_process(body))
+            return _FIXED_BODIES.setdefault(bounds, _kept_for_process(body))
         body = _BODIES.setdefault(key, body)
         if len(_BODIES) > _BODIES_KEPT:
             _BODIES.popitem(last=False)
     return body
-
-
-def chars_above(min_len: int, k: int):
-    """The spelled body of min_len..k-1 characters and its closing quote (0 < min_len < k): a long
-    string's ``k``-character chunk's remainder under a lower bound, laid out over the process's
-    whole remainder (``_split_chars``)."""
-    return chars(min_len, k - 1, closing=True, whole=k)
 
 
 def _split_chars(min_len: int, max_len: int, opening: bool, k: int):

@@ -62,7 +62,6 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
     dfa.bounded_classes = lambda depth: chain_classes(rest, lo, hi, depth, before is not None, after is not None)
     # (a chain state's copy and place: copy i's state s is ``first_copy + i * copy_states + s``)
     dfa.copy_states, dfa.first_copy = k, 1 if before is not None else 0
-    dfa.prefix_classes = lambda n, depth: chain_prefix_classes(rest, lo, hi, depth, before is not None, n)
     dfa.finish_lengths = rest  # (``chain_prefix_classes`` of chains laid out over this one: ``strings._split_chars``)
     return dfa
 
@@ -95,15 +94,8 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
     rest[0]`` at a start) can be told from another: states with the same ``s`` and the same bounds
     cut there behave alike. The quotes' states get classes of their own."""
     k = rest.shape[0]
-    n = hi * k + 1
-    ids = np.arange(n, dtype=np.int64)
-    copy, s = ids // k, ids % k
-    inner = (s > 0).astype(np.int64)
-    step = max(int(rest[0]), 1)
-    cap = np.maximum(depth - rest[s] * inner, -1) // step + 1  # bounds past this many copies look alike
-    a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
-    b = np.minimum(hi - copy - inner, cap)
-    chain = _ranks_of_runs((a * (depth + 2) + b), hi, k)
+    _, key = _chain_keys(rest, lo, hi, depth, hi * k + 1)
+    chain = _ranks_of_runs(key, hi, k)
     top = int(chain.max()) + 1
     parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
     parts.append(chain)
@@ -114,23 +106,28 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
 
 def chain_prefix_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, n: int) -> np.ndarray:
     """``chain_classes`` of the chain's first ``n`` states only (dense ids; the opening quote's
-    state, with ``before``, a class of its own): the part of a long string's remainder that a
-    schema's lower bound makes its own (``LexerBlocks._prefix_template``)."""
-    off = 1 if before else 0
-    k = rest.shape[0]
-    ids = np.arange(max(n - off, 0), dtype=np.int64)
-    copy, s = ids // k, ids % k
-    inner = (s > 0).astype(np.int64)
-    step = max(int(rest[0]), 1)
-    cap = np.maximum(depth - rest[s] * inner, -1) // step + 1
-    a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
-    b = np.minimum(hi - copy - inner, cap)
-    width = depth + 2
-    _, chain = np.unique((s * width + a) * width + b, return_inverse=True)
+    state, with ``before``, a class of its own): the part of a counted string that is its own
+    when it is laid out over a longer chain (``LexerBlocks._prefix_template``)."""
+    s, key = _chain_keys(rest, lo, hi, depth, max(n - int(before), 0))
+    _, chain = np.unique(s * (depth + 2) ** 2 + key, return_inverse=True)
     chain = chain.reshape(-1).astype(np.int64)
     if before:
         chain = np.concatenate(([int(chain.max()) + 1 if chain.shape[0] else 0], chain))
     return chain
+
+
+def _chain_keys(rest: np.ndarray, lo: int, hi: int, depth: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """For chain states ``0..n-1`` (copy ``i``'s state ``s`` is ``i * k + s``): ``s`` and the key
+    of the copy bounds that ``depth`` bytes can tell apart (``chain_classes``), both int64."""
+    k = rest.shape[0]
+    ids = np.arange(n, dtype=np.int64)
+    copy, s = ids // k, ids % k
+    inner = (s > 0).astype(np.int64)
+    step = max(int(rest[0]), 1)
+    cap = np.maximum(depth - rest[s] * inner, -1) // step + 1  # bounds past this many copies look alike
+    a = np.minimum(np.maximum(lo - copy - inner, 0), cap)
+    b = np.minimum(hi - copy - inner, cap)
+    return s, a * (depth + 2) + b
 
 
 def _ranks_of_runs(key: np.ndarray, hi: int, k: int) -> np.ndarray:
