@@ -54,8 +54,7 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
     if grammar.kind == "cfg":
         from constrain.cfg.engine import CFGCompiledGrammar
 
-        # a written grammar's terminals are few and each is reached again and again: built now; a
-        # schema's are many (a key each) and most requests touch a few: built when first reached
-        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description,
-                                  eager_terminals=grammar.dialect != "json-schema")
+        # the terminals' automata are built here, not when a mask first reaches each (see
+        # ``CFGCompiledGrammar``'s ``eager_terminals``; docs/architecture.md, "Terminals at compile")
+        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description)
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")

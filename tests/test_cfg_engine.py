@@ -664,7 +664,7 @@ def test_keys_laid_out_as_chains_give_the_masks_of_their_own_dfas(real_vocab, mo
     """A member key (its quotes and characters' spellings, then ``ws : ws`` and maybe a number)
     is laid out as links of static pieces, not built as a DFA of its own: the masks equal those
     of the built DFAs, for raw, escaped and ``\\u`` spellings, and links were used, the keys of
-    a block laid out together (``LexerBlocks._build_chains``)."""
+    a grammar's keys laid out together (``LexerBlocks._build_terminals``)."""
     from constrain.cfg.lexer import LexerBlocks
 
     batches = []

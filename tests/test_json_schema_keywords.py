@@ -203,6 +203,35 @@ def test_long_string_lengths_chunked(lo, hi, index):
     check_agrees(schema, strings, index)
 
 
+def test_a_schemas_terminals_are_built_at_compile_not_inside_masks(real_vocab):
+    """A compile lays out every terminal's automaton (member keys, the undeclared keys' veto, value
+    languages), so the masks along a document build none; only a terminal given as a big automaton
+    (a long string's 1,024-character chunk) waits for its first use. Masks equal a lazy build's."""
+    from constrain.cfg import lexer
+    from constrain.cfg.engine import CFGCompiledGrammar
+
+    tok, idx = real_vocab("smollm2")
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "pattern": "^[A-Z][a-z]+$"}, "age": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"enum": ["a", "b c"]}}, "note": {"type": "string", "maxLength": 5000}},
+        "additionalProperties": {"type": "number"}}
+    ast = Grammar.from_json_schema(schema, whitespace="flexible", strict=False)._ast
+    big = {t for t, node in enumerate(ast.terminals) if lexer._big_prebuilt(node)}
+    assert big  # (the long string's chunks)
+    for text in ('{"name": "Ada", "age": 36, "tags": ["b c", "a"], "extra": 1.5}',
+                 '{"age": 0, "note": "' + "long note " * 150 + '"}'):
+        ids = tok.encode(text, add_special_tokens=False)
+        eager = CFGCompiledGrammar(ast, idx, description="eager")
+        unbuilt = {t for t in range(len(ast.terminals)) if eager.lexers._term_comp[t] == lexer.UNBUILT}
+        assert unbuilt == big
+        states = eager.lexers._n_comp
+        got = masks_along(eager, ids)
+        assert (eager.lexers._n_comp == states) == ("note" not in text)  # (a chunk is built when reached)
+        lazy = CFGCompiledGrammar(ast, idx, description="lazy", eager_terminals=False)
+        assert len([t for t in range(len(ast.terminals)) if lazy.lexers._term_comp[t] == lexer.UNBUILT]) > len(big)
+        assert_same_masks(got, masks_along(lazy, ids), text)
+
+
 def test_max_length_32767(index, real_vocab):
     """JSONSchemaBench's most frequent long bound, inside an object, text and token level. The
     bound is counted in chunks, never as a state per character: the lexer lays out a few dozen

@@ -1278,9 +1278,10 @@ class _WalkBuffers:
 
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
-                 eager_terminals: bool = False, chains: bool = True) -> None:
-        """``eager_terminals``: build every terminal's automaton now (compile time) instead of when
-        a lexer block first needs it (inside a mask). ``chains``: see ``LexerBlocks``."""
+                 eager_terminals: bool = True, chains: bool = True) -> None:
+        """``eager_terminals``: build the terminals' automata now (compile time,
+        ``LexerBlocks.build_components``) instead of when a lexer block first needs each (inside a
+        mask, which then waits for it). ``chains``: see ``LexerBlocks``."""
         self.cfg = cfg
         self.index = index
         self.description = description

@@ -921,37 +921,54 @@ class LexerBlocks:
     def _component(self, t: int) -> int:
         """Start component of terminal ``t``'s automaton (compiled and appended on first use)."""
         start = int(self._term_comp[t])
-        if start != UNBUILT:
-            return start
-        node = self.terminals[t]
-        try:
-            vetoed = _vetoed_parts(node)
-            chain = chain_heads(node) if self.chains and vetoed is None else None
-            templates = None if chain is None else self._chain_templates(*chain)
-            if vetoed is not None:
-                start = self._append_vetoed(t, *vetoed)
-            elif templates is None:
-                start = self._append_dfa(t, lexer_dfa(node))
-            else:
-                start = self._append_copies([t], [templates])[0]
-        except EmptyLanguageError:  # a terminal with an empty language never matches
-            start = -1
-        except RegexError as e:  # too big to build: say which terminal, never treat it as empty
-            name = self.names[t] if t < len(self.names) else f"#{t}"
-            raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
-        self._term_comp[t] = start
+        if start == UNBUILT:
+            self._build_terminals([t])
+            start = int(self._term_comp[t])
         return start
 
-    def _append_vetoed(self, t: int, dfa, veto) -> int:
-        """Terminal ``t`` = ``dfa`` but no word of ``veto`` (``_vetoed_parts``): both laid out, the
-        veto's components marked ``~t``; returns ``dfa``'s start component."""
-        first, veto_first = self._append_copies([t, ~t], [[self._dfa_template(dfa)], [self._dfa_template(veto)]])
-        self._term_veto[t] = veto_first + veto.start
-        return first + dfa.start
-
-    def _append_dfa(self, t: int, dfa) -> int:
-        """Terminal ``t`` = ``dfa``; returns its start component."""
-        return self._append_copies([t], [self._dfa_templates(dfa)])[0] + dfa.start
+    def _build_terminals(self, terminals: list[int]) -> None:
+        """Lay out the automata of ``terminals`` (unbuilt ones) in one call: a member key's chain of
+        static pieces (``_chain_templates``), a vetoed difference's two automata
+        (``_vetoed_parts``), else the terminal's DFA (one numba call for them all: one per
+        terminal cost ~3-14 us each, most of a key's layout). A terminal whose language is empty
+        never matches (-1); one too big to build is a ``GrammarError`` naming it."""
+        terms: list[int] = []  # the component runs: a terminal, or ~terminal for its veto ...
+        runs: list[list[int]] = []  # ... their templates ...
+        offsets: list[int] = []  # ... and the start state within each run's first copy
+        for t in terminals:
+            if int(self._term_comp[t]) != UNBUILT:
+                continue
+            node = self.terminals[t]
+            try:
+                vetoed = _vetoed_parts(node)
+                if vetoed is not None:
+                    dfa, veto = vetoed
+                    terms += [t, ~t]
+                    runs += [[self._dfa_template(dfa)], [self._dfa_template(veto)]]
+                    offsets += [dfa.start, veto.start]
+                    continue
+                chain = chain_heads(node) if self.chains else None
+                templates = None if chain is None else self._chain_templates(*chain)
+                start = 0
+                if templates is None:
+                    dfa = lexer_dfa(node)
+                    templates, start = self._dfa_templates(dfa), dfa.start
+            except EmptyLanguageError:  # a terminal with an empty language never matches
+                self._term_comp[t] = -1
+                continue
+            except RegexError as e:  # too big to build: say which terminal, never treat it as empty
+                name = self.names[t] if t < len(self.names) else f"#{t}"
+                raise GrammarError(f"terminal {name} cannot be compiled: {e}") from e
+            terms.append(t)
+            runs.append(templates)
+            offsets.append(start)
+        if not terms:
+            return
+        for t, first, start in zip(terms, self._append_copies(terms, runs), offsets):
+            if t >= 0:
+                self._term_comp[t] = first + start
+            else:
+                self._term_veto[~t] = first + start
 
     def _dfa_templates(self, dfa) -> list[int]:
         """The templates ``dfa`` is laid out as: itself, or for an automaton whose states from
@@ -1121,30 +1138,12 @@ class LexerBlocks:
             self._add_class_map(cls_id, parts)
         return cls_id
 
-    def _build_chains(self, terminals: list[int]) -> None:
-        """Lay out the chains among ``terminals`` (a block's member keys: ``_chain_templates``) in one
-        call: one call per key cost ~14 us of a ~30 us key. What is no chain, or fails, is left to
-        ``_component`` (which reports errors)."""
-        terms, runs = [], []
-        for t in terminals:
-            chain = chain_heads(self.terminals[t])
-            if chain is None:
-                continue
-            try:
-                templates = self._chain_templates(*chain)
-            except RegexError:  # (``_component`` says which terminal)
-                continue
-            if templates is not None:
-                terms.append(t)
-                runs.append(templates)
-        if terms:
-            for t, first in zip(terms, self._append_copies(terms, runs)):
-                self._term_comp[t] = first
-
     def build_components(self) -> None:
-        """Build every terminal's automaton now (``_component`` builds each on first use)."""
-        for t in range(len(self.terminals)):
-            self._component(t)
+        """Build the terminals' automata now, in one layout call (``_build_terminals``; else each is
+        built when a block first needs it, inside a mask). A terminal given as an automaton of more
+        than ``EAGER_MAX_STATES`` states is left to its first use (a long string's 1,024-character
+        chunk, ~20k states: ~2.5 ms to lay out, for a value that few documents write)."""
+        self._build_terminals([t for t in range(len(self.terminals)) if not _big_prebuilt(self.terminals[t])])
 
     def _add_class_map(self, cls_id: int, parts: "_TemplateParts") -> None:
         """Store byte -> class map ``cls_id`` and the bytes where its classes start (tables grown by
@@ -1161,10 +1160,8 @@ class LexerBlocks:
     def _build(self, terminal_ids: list[int]) -> int:
         """A block's start state (unexpanded: its states are built as walks reach them)."""
         comp = self._term_comp
-        unbuilt = [t for t in terminal_ids if int(comp[t]) == UNBUILT]
-        if len(unbuilt) > 1 and self.chains:
-            self._build_chains(unbuilt)
-        found = [s if (s := int(comp[t])) != UNBUILT else self._component(t) for t in terminal_ids]
+        self._build_terminals(terminal_ids)
+        found = [int(comp[t]) for t in terminal_ids]
         veto = self._term_veto
         found += [int(veto[t]) for t, s in zip(terminal_ids, found) if s >= 0 and veto[t] >= 0]
         starts = np.asarray(sorted(s for s in found if s >= 0), dtype=np.int32)
@@ -1259,6 +1256,16 @@ _PIECE_TEMPLATES: dict[int, _TemplateParts] = {}  # static piece id -> its chain
 # when it last stored or found one, which holds every row it refers to.
 COMPONENT_ROOM = 1024  # component states a lexer has room for when made
 TEMPLATE_ROOM_CELLS = 1 << 14  # template cells a lexer has room for past the shared store's, when made
+EAGER_MAX_STATES = 4096  # ``build_components`` leaves terminals given as bigger automata to their first use
+
+
+def _big_prebuilt(node) -> bool:
+    """A terminal given as an automaton, built, of more than ``EAGER_MAX_STATES`` states."""
+    if node[0] != "dfa" or (isinstance(node[1], LazyDFA) and not node[1].is_built):
+        return False
+    return node[1].num_states > EAGER_MAX_STATES
+
+
 STATIC_TEMPLATE_CELLS = 1 << 12  # process automata of fewer class-table cells are copied (and shared: ``_share_template``)
 _STATIC_FLAT: list = [np.full(0, -1, dtype=np.int32)]
 _STATIC_USED: list = [0]  # cells of _STATIC_FLAT[0] in use (the rest is room to grow)
