@@ -1029,6 +1029,30 @@ def test_many_properties_scale():
     assert res.get("ok") is True and res["s"] < 10.0, res
 
 
+def test_an_exploding_allof_of_anyofs_is_a_clear_error(index):
+    """An allOf of anyOf/oneOf lists is their product, and a negated oneOf of objects becomes many
+    small anyOfs (De Morgan): such a schema (the shape of a JSONSchemaBench one) grew 3^k
+    alternatives until the process ran out of memory. Past ``MAX_MERGED_BRANCHES`` it is refused,
+    naming where."""
+    from constrain.json_schema.merge import MAX_MERGED_BRANCHES
+
+    negated = {"type": "object", "allOf": [{"properties": {"k": {"type": "string"}}}, {"not": {
+        "required": ["a", "b"], "properties": {"a": {"minLength": 1}},
+        "oneOf": [{"required": ["x", "y", "z"], "properties": {"x": {"enum": ["f"]}}},
+                  {"required": ["x", "y", "w", "v"], "properties": {"x": {"enum": ["d"]}}},
+                  {"required": ["x"], "properties": {"x": {"enum": ["l"]}}}]}}]}
+    product = {"allOf": [{"anyOf": [{"type": "integer", "minimum": i}, {"type": "string"}, {"type": "null"}]}
+                         for i in range(8)]}
+    for schema, where in ((negated, "#/allOf/allOf"), (product, "#")):
+        t0 = time.perf_counter()
+        with pytest.raises(constrain.GrammarError, match=f"allOf at {where} combines .* limit is {MAX_MERGED_BRANCHES:,}"):
+            Grammar.from_json_schema(schema)
+        assert time.perf_counter() - t0 < 30
+    small = {"allOf": [{"anyOf": [{"type": "integer", "minimum": i}, {"type": "string"}]} for i in range(3)]}
+    g = compiled(small, index)
+    assert g.accepts_text('"s"') and g.accepts_text("5") and not g.accepts_text("1") and not g.accepts_text("null")
+
+
 def test_large_enum(index):
     """~5 MB: a 200,000-value string enum compiles, or fails with a clear GrammarError, within bounded time.
 

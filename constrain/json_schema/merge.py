@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from constrain.errors import GrammarError
 from constrain.json_schema.errors import SchemaError
 
 
@@ -16,6 +17,10 @@ _ANNOTATIONS = {"__no_eval", "title", "description", "default", "examples", "$co
                 "$schema", "$id", "id", "$anchor", "$defs", "definitions", "$dynamicAnchor"}
 _MAX_KEYS = {"maximum", "maxLength", "maxItems", "maxProperties", "maxContains"}
 _MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
+# documented limit: an allOf of anyOf/oneOf lists is their product, and a negated oneOf is a
+# conjunction of many small anyOfs (a JSONSchemaBench schema grew 3^k branches until a compile ran
+# out of memory); past this many the schema is refused with a clear error
+MAX_MERGED_BRANCHES = 4096
 
 
 def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True) -> Any:
@@ -227,6 +232,9 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         else:
             builder.refuse("multipleOf", pointer, "allOf of two fractional multipleOf values")
     elif key in ("anyOf", "oneOf"):
+        if len(old) * len(value) > MAX_MERGED_BRANCHES:
+            raise GrammarError(f"the allOf at {pointer or '#'} combines {key} lists into {len(old) * len(value):,} "
+                               f"alternatives (the limit is {MAX_MERGED_BRANCHES:,}): too large to compile exactly")
         out[key] = [siblings(a, b) for a in old for b in value]
     elif key == "uniqueItems":
         out[key] = bool(old) or bool(value)
