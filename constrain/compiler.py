@@ -55,6 +55,6 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
         from constrain.cfg.engine import CFGCompiledGrammar
 
         # the terminals' automata are built here, not when a mask first reaches each (see
-        # ``CFGCompiledGrammar``'s ``eager_terminals``; docs/architecture.md, "Terminals at compile")
+        # ``CFGCompiledGrammar``'s ``eager_terminals``; docs/architecture.md, "What session 34 measured")
         return CFGCompiledGrammar(grammar._ast, index, description=grammar.description)
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")
