@@ -209,6 +209,7 @@ def test_a_schemas_terminals_are_built_at_compile_not_inside_masks(real_vocab):
     (a long string's 1,024-character chunk) waits for its first use. Masks equal a lazy build's."""
     from constrain.cfg import lexer
     from constrain.cfg.engine import CFGCompiledGrammar
+    from constrain.regex.automaton import DFA
 
     tok, idx = real_vocab("smollm2")
     schema = {"type": "object", "properties": {
@@ -216,8 +217,9 @@ def test_a_schemas_terminals_are_built_at_compile_not_inside_masks(real_vocab):
         "tags": {"type": "array", "items": {"enum": ["a", "b c"]}}, "note": {"type": "string", "maxLength": 5000}},
         "additionalProperties": {"type": "number"}}
     ast = Grammar.from_json_schema(schema, whitespace="flexible", strict=False)._ast
-    big = {t for t, node in enumerate(ast.terminals) if lexer._big_prebuilt(node)}
-    assert big  # (the long string's chunks)
+    big = {t for t, node in enumerate(ast.terminals)  # (the long string's chunks: automata given whole)
+           if node[0] == "dfa" and type(node[1]) is DFA and node[1].num_states > lexer.EAGER_MAX_STATES}
+    assert big
     for text in ('{"name": "Ada", "age": 36, "tags": ["b c", "a"], "extra": 1.5}',
                  '{"age": 0, "note": "' + "long note " * 150 + '"}'):
         ids = tok.encode(text, add_special_tokens=False)

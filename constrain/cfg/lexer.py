@@ -918,14 +918,6 @@ class LexerBlocks:
         self._lx = None
 
     # ------------------------------------------------------------------ building
-    def _component(self, t: int) -> int:
-        """Start component of terminal ``t``'s automaton (compiled and appended on first use)."""
-        start = int(self._term_comp[t])
-        if start == UNBUILT:
-            self._build_terminals([t])
-            start = int(self._term_comp[t])
-        return start
-
     def _build_terminals(self, terminals: list[int]) -> None:
         """Lay out the automata of ``terminals`` (unbuilt ones) in one call: a member key's chain of
         static pieces (``_chain_templates``), a vetoed difference's two automata
