@@ -24,3 +24,42 @@ import numba
 def no_refcounts(**options):
     """``numba.njit(cache=True, _nrt=False, **options)``: see the module docstring."""
     return numba.njit(cache=True, _nrt=False, **options)
+
+
+
+
+# (kernel, id of a StructRef type) -> (that type, kept alive so the id is not reused; entry point)
+_ENTRIES: dict[tuple, tuple] = {}
+# tests set this: every call through ``KernelEntries`` types its arguments and checks them
+CHECK_ENTRIES = False
+
+
+def entry_for(kernel, args, *rest):
+    """The compiled function numba's dispatcher runs for ``kernel(args, *rest)``, ``args`` a
+    ``StructRef`` (a compiled grammar's ``WalkArgs``), to be called without the dispatcher.
+
+    Why: a dispatcher types every argument before it runs the compiled code, ~0.6 us for a
+    ``StructRef`` (a Python-level ``typeof``): about as much as a small mask's other Python. The
+    entry point only unboxes, and does not check types, so it is exact only while every call
+    passes the same argument types: resolved once per process per (kernel, type of ``args``)
+    (typing the arguments costs ~15 us), for kernels each called from one place whose other
+    arguments have fixed types (the grammar's own buffers, ints, bools). ``CHECK_ENTRIES`` (tests)
+    types every call and fails where that does not hold."""
+    kind = args._type
+    held = _ENTRIES.get((kernel, id(kind)))
+    if held is None or held[0] is not kind or CHECK_ENTRIES:
+        entry = kernel.compile(tuple(kernel.typeof_pyval(a) for a in (args, *rest)))
+        if held is not None and held[0] is kind and held[1] is not entry:
+            raise AssertionError(f"{kernel.__name__} called with other argument types than before")
+        held = _ENTRIES[(kernel, id(kind))] = (kind, entry)
+    return held[1]
+
+
+class KernelEntries(dict):
+    """One owner's entry points (``entry_for``), by kernel: ``entries.run(kernel, args, ...)``."""
+
+    def run(self, kernel, *args):
+        entry = self.get(kernel)
+        if entry is None or CHECK_ENTRIES:
+            entry = self[kernel] = entry_for(kernel, *args)
+        return entry(*args)

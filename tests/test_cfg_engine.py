@@ -236,9 +236,13 @@ def test_combined_and_split_walks_give_the_same_masks(real_vocab, key, monkeypat
     split" (never nested), "always split, always nested" and the default switch (every class
     switching after its first visit) agree along real encodings and a random walk (a
     length-bounded string near its bound, keys, numbers and string items for the schema). The
-    parser's stores start tiny, so walks and boundary plans pause for them to grow and resume."""
+    parser's stores start tiny, so walks and boundary plans pause for them to grow and resume.
+    Every kernel called without numba's dispatch (``KernelEntries``) is checked to be called with
+    the argument types of its entry point, on every walk kind."""
+    import constrain._jit
     from constrain.cfg.fast_earley import FastEarley
 
+    monkeypatch.setattr(constrain._jit, "CHECK_ENTRIES", True)
     monkeypatch.setattr(FastEarley, "initial_contexts", 2)
     monkeypatch.setattr(FastEarley, "initial_sets", 2)
     tok, index = real_vocab("smollm2")
@@ -627,6 +631,29 @@ def test_near_loop_masks_equal_brute_force_on_a_small_vocabulary(monkeypatch):
                 '{"alpha":1,"', '{"alpha":1,"b', '{"m', '{"month_of_yea']
     _brute_force_masks_after(compiled, index, pieces, [p.encode() for p in prefixes] + [b'{"\xc3'])
     assert used[0] >= 8, "the near-loop path was not taken"
+
+
+def test_a_kernel_entry_refuses_other_argument_types_when_checked(monkeypatch):
+    """``KernelEntries`` calls a kernel's compiled entry point, which does not check types: the
+    check the test suite turns on (``CHECK_ENTRIES``) fails a call whose arguments are typed
+    otherwise than the entry's first call (here an int32 row where a uint32 one was)."""
+    import numba
+
+    import constrain._jit
+    from constrain._jit import KernelEntries
+
+    @numba.njit
+    def row_sum(args, words):
+        return words.sum()
+
+    compiled = CFGCompiledGrammar(Grammar.from_lark('start: "a"+')._ast, _tiny_index([b"a", b"aa"]))
+    args = compiled._walk_args()
+    entries = KernelEntries()
+    assert entries.run(row_sum, args, np.arange(4, dtype=np.uint32)) == 6
+    monkeypatch.setattr(constrain._jit, "CHECK_ENTRIES", True)
+    assert entries.run(row_sum, args, np.arange(5, dtype=np.uint32)) == 10
+    with pytest.raises(AssertionError, match="row_sum called with other argument types"):
+        entries.run(row_sum, args, np.arange(4, dtype=np.int32))
 
 
 def test_a_loop_state_beside_other_configurations_keeps_their_tokens(monkeypatch):

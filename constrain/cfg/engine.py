@@ -25,7 +25,7 @@ import numba
 import numpy as np
 from numba.cpython.unsafe.numbers import trailing_zeros
 
-from constrain._jit import no_refcounts
+from constrain._jit import KernelEntries, no_refcounts
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
 from constrain.cfg.ir import CFG
@@ -64,6 +64,7 @@ _NO_EVENTS = ()  # ``_lexer_part``: a class with no event node (no token crosses
 _WHOLE_TRIE = np.empty(0, dtype=np.int32)  # ``_walk_lexer``'s roots: none given, the whole trie
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
+MASK_ROW_BLOCK = 256  # masks allocated together (``_MaskRows``): 1.5 MB on SmolLM2, 4 MB on Llama 3 at most
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
 DEDUP_SLOTS = 4096  # the hash table's size (a power of two, > 2 * MAX_CONFIGS)
 
@@ -1276,6 +1277,31 @@ class _WalkBuffers:
         self.seen = np.zeros((2, DEDUP_SLOTS), dtype=np.int64)  # the walks' hash table of big sets (``_start_table``)
 
 
+class _MaskRows:
+    """Zeroed rows for new masks, handed out from blocks of up to ``MASK_ROW_BLOCK`` rows: a row
+    and its read-only int32 view (``MaskEntry.words``) are two indexings, where a fresh array, its
+    view and the read-only flag cost ~1 us of each uncached mask. Rows are never given back (a
+    compiled grammar keeps every mask it made); a walk that fails leaves its row unused."""
+
+    __slots__ = ("n_words", "_u32", "_i32", "_next")
+
+    def __init__(self, n_words: int) -> None:
+        self.n_words = n_words
+        self._u32 = self._i32 = np.zeros((0, n_words), dtype=np.uint32)
+        self._next = 0
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """(a zeroed uint32 row for a walk to write, its read-only int32 view)."""
+        k = self._next
+        if k == len(self._u32):
+            self._u32 = np.zeros((min(max(2 * k, 8), MASK_ROW_BLOCK), self.n_words), dtype=np.uint32)
+            self._i32 = self._u32.view(np.int32)
+            self._i32.flags.writeable = False
+            k = 0
+        self._next = k + 1
+        return self._u32[k], self._i32[k]
+
+
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
                  eager_terminals: bool = True, chains: bool = True) -> None:
@@ -1334,8 +1360,10 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._buffers: _WalkBuffers | None = None  # the parser walks' working arrays
         self._args = None  # the same and every table the walks read, as one numba object (``_walk_args``)
         self._args_tables: tuple = ()  # the (lexer store, parser store, parser scratch) ``_args`` holds
+        self._kernels = KernelEntries()  # the kernels taking ``_args``, called without numba's dispatch
         self._eos_ids = np.asarray(index.eos_token_ids, dtype=np.int64)
         self._n_words = bitmask_words(index.vocab_size)
+        self._rows = _MaskRows(self._n_words)
         # once per vocabulary (~11 ms on Llama 3 with the byte sets it reads): not inside a mask
         sibling_jumps(trie_nodes(index.trie), JUMP_FAMILIES)
         if eager_terminals:
@@ -1470,13 +1498,14 @@ class CFGCompiledGrammar(CompiledGrammar):
             if entry is not None:
                 self._masks[config_id] = entry
                 return entry
-            bits, count, last = self._walk(config_id)
-            entry = MaskEntry.of(bits, count, last)
+            raw, words = self._rows.take()
+            count, last = self._walk(config_id, raw)
+            entry = MaskEntry(words, count, last, raw)
             self._masks[config_id] = entry
             self._class_masks[key] = entry
         return entry
 
-    def _walk(self, config_id: int):
+    def _walk(self, config_id: int, words: np.ndarray) -> tuple[int, int]:
         """Mask bits of a configuration set. By default one combined walk of the trie carrying the
         configurations (one numba call: cheaper than orchestrating the split below). A lexer state
         class whose combined walk was big (``shared_walk_nodes``) takes the split walk from then on:
@@ -1484,15 +1513,14 @@ class CFGCompiledGrammar(CompiledGrammar):
         context) plus the tokens that cross a terminal boundary, walked only from the children of
         event nodes (where a terminal may end) whose byte may start what follows; a class whose
         boundaries are everywhere (an identifier that may be followed by another identifier) goes
-        back to the combined walk. Both are exact: the choice only changes speed."""
+        back to the combined walk. Both are exact: the choice only changes speed. Writes the mask
+        into ``words`` (zeroed); returns (allowed count, the only allowed token or -1)."""
         configs = sorted(self._configs[config_id])
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
-        trie = self.index.trie
-        words = np.zeros(self._n_words, dtype=np.uint32)
-        buffers = self._buffers or self._walk_buffers(trie)
+        buffers = self._buffers or self._walk_buffers(self.index.trie)
         if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
-            return words, *self._combined_mask_of(configs, buffers, words, False)
+            return self._combined_mask_of(configs, buffers, words, False)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
@@ -1513,9 +1541,8 @@ class CFGCompiledGrammar(CompiledGrammar):
                 dense.append((c, g))
         if not dense:
             buffers.ordered[:] = 0  # (no subtree accepted whole)
-            count, last = _finish_mask_with(self._walk_args(), split_accepting, words)
-            return words, count, last
-        return words, *self._combined_mask_of(dense, buffers, words, split_accepting)
+            return self._kernels.run(_finish_mask_with, self._walk_args(), split_accepting, words)
+        return self._combined_mask_of(dense, buffers, words, split_accepting)
 
     def _combined_mask_of(self, dense, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> tuple[int, int]:
         """``_combined_walk`` of configurations ``dense``: (allowed count, single token); a big walk
@@ -1569,7 +1596,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         root_c = np.full(len(roots), c, dtype=np.int32)
         start = True
         while True:
-            status = _frontier_mask(self._walk_args(), words, inside, roots, root_c, root_g, accepting, start)
+            status = self._kernels.run(_frontier_mask, self._walk_args(), words, inside, roots, root_c, root_g, accepting,
+                                        start)
             start = False
             if status == 0:
                 return
@@ -1648,8 +1676,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         plan[0] = -1
         nested_min = self.nested_min_nodes if nested else -1
         while True:
-            status = _boundary_walk(self._walk_args(), words, inside, c, terms, term_ptr, group_byte, kid_ptr, kids,
-                                    roots, root_c, root_g, plan, nested_min, self.nested_beside_min_nodes, max_nodes)
+            status = self._kernels.run(_boundary_walk, self._walk_args(), words, inside, c, terms, term_ptr, group_byte,
+                                       kid_ptr, kids, roots, root_c, root_g, plan, nested_min,
+                                       self.nested_beside_min_nodes, max_nodes)
             if status == 0:
                 return True
             if status == DENSE_BOUNDARY:
@@ -1714,7 +1743,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         parser from its one configuration (``_roots_walk``)."""
         start = True
         while True:
-            status = _roots_walk(self._walk_args(), words, roots, root_c, root_g, start)
+            status = self._kernels.run(_roots_walk, self._walk_args(), words, roots, root_c, root_g, start)
             start = False
             if status == 0:
                 return words
@@ -1761,7 +1790,7 @@ class CFGCompiledGrammar(CompiledGrammar):
                 if near is not None:
                     return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
         while True:
-            status = _combined_mask(self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
+            status = self._kernels.run(_combined_mask, self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
             if status == LOOP_STATE:
                 frontier = self._frontier(g0)
                 if frontier is not None:
