@@ -316,6 +316,28 @@ def pct(a, b) -> str:
     return f"{100 * a / b:.1f}%" if b else "-"
 
 
+def _start_workers(libs: list[str], tok_key: str, what: str = "") -> dict[str, Worker]:
+    """A worker per library that starts (the others logged as unavailable)."""
+    workers = {}
+    for lib in libs:
+        try:
+            workers[lib] = Worker(_setup, (lib, tok_key))
+            workers[lib].call(_ping, timeout=600)  # (start it now: its setup is not a schema's time)
+        except WorkerSetupError as e:
+            log(f"{lib} unavailable{what}: {str(e).splitlines()[0]}")
+    return workers
+
+
+def _rotated(items: list, k: int) -> list:
+    """``items`` starting at position ``k`` (mod their number)."""
+    k %= len(items) if items else 1
+    return items[k:] + items[:k]
+
+
+def _ping(state) -> bool:
+    return True
+
+
 def main() -> None:
     data_default, mask_default = default_data_dirs()
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -381,31 +403,40 @@ def main() -> None:
     r()
 
     # ---------------------------------------------------------------- phase 1: coverage
+    # Libraries take turns schema by schema (the order rotating), so drift of the machine's speed
+    # over minutes (~1.5x here) lands on every library alike: run one after the other, each
+    # library's median was taken at another time than the others'.
     cov: dict[tuple[str, str], dict[str, dict]] = {}  # (split, lib) -> file -> result
     t_phase = time.perf_counter()
-    for lib in libs:
-        try:
-            w = Worker(_setup, (lib, "smollm2"))
-            for s in splits:
-                files = samples[s]
-                if lib == "outlines_core" and args.outlines_limit is not None:
-                    files = pick(files, args.outlines_limit, args.seed)
-                res = cov[(s, lib)] = {}
+    workers = _start_workers(libs, "smollm2")
+    spent: Counter = Counter()
+    for s in splits:
+        subsets = {lib: set(samples[s]) for lib in workers}
+        if "outlines_core" in subsets and args.outlines_limit is not None:
+            subsets["outlines_core"] = set(pick(samples[s], args.outlines_limit, args.seed))
+        for lib in workers:
+            cov[(s, lib)] = {}
+        for k, f in enumerate(samples[s]):
+            schema = json.loads(f.read_text())
+            for lib in _rotated(list(workers), k):
+                if f not in subsets[lib]:
+                    continue
                 t0 = time.perf_counter()
-                for f in files:
-                    schema = json.loads(f.read_text())
-                    status, val = w.call(compile_one, schema, timeout=args.timeout)
-                    if status == "ok":
-                        res[f.name] = val
-                    elif status == "error":
-                        res[f.name] = {"error": val}
-                    else:
-                        res[f.name] = {"error": f"<{status}>", "status": status}
-                ok = sum("s" in v for v in res.values())
-                log(f"coverage {lib} {s}: {ok}/{len(files)} in {time.perf_counter() - t0:.0f}s")
-            w.close()
-        except WorkerSetupError as e:
-            log(f"{lib} unavailable: {str(e).splitlines()[0]}")
+                status, val = workers[lib].call(compile_one, schema, timeout=args.timeout)
+                spent[lib] += time.perf_counter() - t0
+                res = cov[(s, lib)]
+                if status == "ok":
+                    res[f.name] = val
+                elif status == "error":
+                    res[f.name] = {"error": val}
+                else:
+                    res[f.name] = {"error": f"<{status}>", "status": status}
+        for lib in workers:
+            ok = sum("s" in v for v in cov[(s, lib)].values())
+            log(f"coverage {lib} {s}: {ok}/{len(cov[(s, lib)])}")
+    for lib, w in workers.items():
+        w.close()
+        log(f"coverage {lib}: {spent[lib]:.0f}s")
     log(f"coverage phase {time.perf_counter() - t_phase:.0f}s")
     libs = [x for x in libs if any(k[1] == x for k in cov)]
 
@@ -481,44 +512,46 @@ def main() -> None:
     if have_masks and not args.no_masks and limit != 0:
         t_phase = time.perf_counter()
         for tok_key in [t for t in args.tokenizers.split(",") if t]:
-            for lib in libs:
-                if lib == "outlines_core" and tok_key not in args.outlines_mask_tokenizers.split(","):
-                    continue
-                try:
-                    w = Worker(_setup, (lib, tok_key))
-                    t0 = time.perf_counter()
-                    for s in splits:
-                        mask_files = {f.name for f in samples[s]}
-                        if args.mask_limit:
-                            mask_files = {f.name for f in pick(samples[s], args.mask_limit, args.seed)}
-                        for fname, v in cov.get((s, lib), {}).items():
-                            if "s" not in v or fname not in mask_files:
-                                continue
-                            mpath = mask_dir / s / fname
-                            if not mpath.exists():
-                                continue
-                            mb = json.loads(mpath.read_text())
-                            valid = [t["data"] for t in mb.get("tests", []) if t.get("valid")]
-                            invalid = [t["data"] for t in mb.get("tests", []) if not t.get("valid")]
-                            if valid:
-                                status, val = w.call(mask_walk, mb["schema"], valid, timeout=args.mask_timeout)
-                                if status != "ok":
-                                    mask_errors[(s, tok_key, lib)][f"<{status}>" if status != "error" else val[:80]] += 1
-                                else:
-                                    for rec in val["instances"]:
-                                        rec["file"] = fname
-                                        if "error" in rec:
-                                            mask_errors[(s, tok_key, lib)][rec["error"][:80]] += 1
-                                        else:
-                                            mask_results[(s, tok_key, lib)].append(rec)
-                            if lib == "constrain" and tok_key == "smollm2" and invalid:
-                                status, val = w.call(invalid_check, mb["schema"], invalid, timeout=args.mask_timeout)
-                                if status == "ok" and "accepted" in val:
-                                    invalid_results[s].append((fname, val))
-                    log(f"masks {lib} {tok_key}: {time.perf_counter() - t0:.0f}s")
-                    w.close()
-                except WorkerSetupError as e:
-                    log(f"{lib} unavailable for {tok_key}: {str(e).splitlines()[0]}")
+            tok_libs = [lib for lib in libs
+                        if lib != "outlines_core" or tok_key in args.outlines_mask_tokenizers.split(",")]
+            workers = _start_workers(tok_libs, tok_key, f" for {tok_key}")
+            spent = Counter()
+            for s in splits:
+                mask_files = [f.name for f in samples[s]]
+                if args.mask_limit:
+                    mask_files = [f.name for f in pick(samples[s], args.mask_limit, args.seed)]
+                for k, fname in enumerate(mask_files):
+                    mpath = mask_dir / s / fname
+                    if not mpath.exists():
+                        continue
+                    mb = None
+                    for lib in _rotated(list(workers), k):  # (turns, as in the coverage phase)
+                        if "s" not in cov.get((s, lib), {}).get(fname, {}):
+                            continue
+                        mb = mb or json.loads(mpath.read_text())
+                        valid = [t["data"] for t in mb.get("tests", []) if t.get("valid")]
+                        invalid = [t["data"] for t in mb.get("tests", []) if not t.get("valid")]
+                        t0 = time.perf_counter()
+                        if valid:
+                            status, val = workers[lib].call(mask_walk, mb["schema"], valid, timeout=args.mask_timeout)
+                            if status != "ok":
+                                mask_errors[(s, tok_key, lib)][f"<{status}>" if status != "error" else val[:80]] += 1
+                            else:
+                                for rec in val["instances"]:
+                                    rec["file"] = fname
+                                    if "error" in rec:
+                                        mask_errors[(s, tok_key, lib)][rec["error"][:80]] += 1
+                                    else:
+                                        mask_results[(s, tok_key, lib)].append(rec)
+                        if lib == "constrain" and tok_key == "smollm2" and invalid:
+                            status, val = workers[lib].call(invalid_check, mb["schema"], invalid,
+                                                            timeout=args.mask_timeout)
+                            if status == "ok" and "accepted" in val:
+                                invalid_results[s].append((fname, val))
+                        spent[lib] += time.perf_counter() - t0
+            for lib, w in workers.items():
+                w.close()
+                log(f"masks {lib} {tok_key}: {spent[lib]:.0f}s")
         log(f"mask phase {time.perf_counter() - t_phase:.0f}s")
 
         r("## Per-token masks on MaskBench valid instances")
