@@ -1,5 +1,6 @@
-"""``no_refcounts``: numba compilation for hot kernels that only read and write arrays they are
-given.
+"""How our numba kernels are compiled and called: ``no_refcounts`` for hot kernels that only
+read and write arrays they are given (below), and ``KernelEntries`` for kernels called once per
+mask with a ``WalkArgs`` (``entry_for``: without numba's dispatch).
 
 numba counts references to every array a compiled function binds: each array argument and each
 array taken out of a tuple argument is increfed on entry and decrefed at each exit, with atomic
@@ -24,8 +25,6 @@ import numba
 def no_refcounts(**options):
     """``numba.njit(cache=True, _nrt=False, **options)``: see the module docstring."""
     return numba.njit(cache=True, _nrt=False, **options)
-
-
 
 
 # (kernel, id of a StructRef type) -> (that type, kept alive so the id is not reused; entry point)
