@@ -656,6 +656,37 @@ def test_a_kernel_entry_refuses_other_argument_types_when_checked(monkeypatch):
         entries.run(row_sum, args, np.arange(4, dtype=np.int32))
 
 
+def test_masks_taken_from_row_blocks_stay_apart_and_read_only(real_vocab, monkeypatch):
+    """New masks are rows of preallocated blocks (``_MaskRows``): along a JSON document whose
+    masks fill several blocks (8 rows each here), every cached mask keeps the bits it was made
+    with while later masks are written, the masks equal those of a grammar whose rows all fit in
+    one block, and a cached mask is read-only to its readers."""
+    import constrain.cfg.engine as engine
+
+    tok, index = real_vocab("smollm2")
+    text = '{"name": "Ada", "tags": ["x", "yz"], "n": [1, 2.5, -3e2], "ok": true, "none": null}'
+    ids = tok.encode(text, add_special_tokens=False)
+
+    def walk(block):
+        monkeypatch.setattr(engine, "MASK_ROW_BLOCK", block)
+        compiled = CFGCompiledGrammar(_source("json.gbnf")[1], index, description="json")
+        m, made = compiled.matcher(), []
+        for t in ids:
+            made.append((m._states[-1], _mask(m, index).copy()))
+            m.advance(t)
+        return compiled, made
+
+    small, made = walk(8)
+    assert len({id(e) for e in small._class_masks.values()}) > 2 * 8, "too few masks to fill several blocks"
+    for state, mask in made:
+        entry = small.mask_entry(state)
+        assert np.array_equal(entry.words, mask)
+        with pytest.raises(ValueError):
+            entry.words[0] = 0
+    _, whole = walk(1024)
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(made, whole))
+
+
 def test_a_loop_state_beside_other_configurations_keeps_their_tokens(monkeypatch):
     """A configuration set whose one configuration is a loop state with a frontier and whose
     others take the split walk: the frontier's tokens are added to theirs (they used to replace
