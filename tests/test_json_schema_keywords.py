@@ -817,6 +817,49 @@ def test_ref_tree_token_level(index, real_vocab):
     assert g.accepts_tokens(ids)
 
 
+@pytest.mark.parametrize("target", [
+    {"type": "string", "not": {"pattern": "plugin"}},
+    {"type": "string", "pattern": "^gh-", "not": {"pattern": ".{6,}(?:gh|plugin)"}},
+    {"type": "string", "if": {"minLength": 3}, "then": {"pattern": "^a"}, "else": {"maxLength": 1}},
+    {"type": "object", "not": {"required": ["a"]}},
+])
+def test_a_ref_to_a_rewritten_schema_compiles(target, index):
+    """A ``$ref`` whose target is compiled through a rewrite of itself (its ``not`` or
+    conditionals expanded, at the same pointer) used to find its own half-built nonterminal in the
+    memo and derive only itself: "unproductive rules" for a satisfiable schema (8 JSONSchemaBench
+    schemas, e.g. ``Github_medium/o10310``). Each compiles, referenced twice and once at the root,
+    and agrees with jsonschema."""
+    schemas = [{"$defs": {"d": target}, "type": "object",
+                "properties": {"p": {"$ref": "#/$defs/d"}, "q": {"$ref": "#/$defs/d"}}, "required": ["p"]},
+               {"$defs": {"d": target}, "$ref": "#/$defs/d"}]
+    values = ["", "a", "ab", "abc", "bcd", "plugin", "gh-x", "gh-plugin", "gh-xyzplugin", "gh-ab", 1, {}, {"a": 1},
+              {"b": 2}]
+    for schema in schemas:
+        instances = values if "$ref" in schema else [{"p": v} for v in values] + [{"p": "a", "q": "ab"}, {"q": "a"}]
+        check_agrees(schema, instances, index)
+
+
+ENDLESS = {"type": "object", "properties": {"a": {"$ref": "#/definitions/A"}}, "required": ["a"]}
+
+
+def test_a_schema_no_finite_value_meets_is_dropped_where_optional(index):
+    """A definition each of whose instances must hold another one (a required property referring
+    back to it, no way out) has no finite instance: where it is optional (a property, an anyOf
+    branch) only that part never appears, as a ``false`` schema would (the parser used to refuse
+    the whole grammar as unproductive); where the document needs it, the schema is empty and says
+    through which reference (``Github_easy/o17683``, ``Github_medium/o74424``)."""
+    optional = {"definitions": {"A": ENDLESS}, "type": "object",
+                "properties": {"x": {"$ref": "#/definitions/A"}, "y": {"type": "integer"}}}
+    check_agrees(optional, [{}, {"y": 1}, {"x": {}}, {"x": {"a": {}}}, {"y": "1"}, {"z": [1]}], index)
+    branch = {"definitions": {"A": ENDLESS}, "anyOf": [{"$ref": "#/definitions/A"}, {"type": "integer"}]}
+    check_agrees(branch, [1, -3, {}, {"a": {}}, "1", [1]], index)
+    needed = {"definitions": {"A": ENDLESS}, "type": "object", "properties": {"x": {"$ref": "#/definitions/A"}},
+              "required": ["x"]}
+    with pytest.raises(EmptySchemaError, match="no finite JSON value meets the schema") as e:
+        Grammar.from_json_schema(needed)
+    assert e.value.pointer == "#/definitions/A"
+
+
 def test_all_of_merges(index):
     schemas = [
         {"allOf": [{"type": "integer", "minimum": 0}, {"maximum": 10}, {"multipleOf": 2}]},

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+import numpy as np
+
+from constrain.cfg._tables import derivable
 from constrain.cfg.ir import CFG, nt
 from constrain.errors import RegexError
 from constrain.json_schema import numbers as num
@@ -373,13 +376,22 @@ class _Builder:
             key = "$dynamicRef" if "$dynamicRef" in schema else "$recursiveRef"
             self.refuse(key, f"{pointer}/{key}", "dynamic scope resolution is not supported")
             schema = {k: v for k, v in schema.items() if k not in ("$dynamicRef", "$recursiveRef")}
-            return self.value(schema or True, pointer)
+            return self._rewritten(schema or True, pointer)
         if "$ref" in schema:
             return self._ref(schema, pointer)
         memo_key = pointer
         if memo_key in self._memo:
             return self._memo[memo_key]
         return self._value(schema, pointer)
+
+    def _rewritten(self, schema: Any, pointer: str):
+        """``value`` of a rewrite of the schema at ``pointer`` (its ``not`` or conditionals
+        expanded, an unsupported keyword dropped), not looked up under ``pointer`` in the memo:
+        there a ``$ref`` to that pointer keeps its nonterminal, which while its target is being
+        built would make the rewrite derive only itself (a rule-less loop, refused as unproductive)."""
+        if isinstance(schema, dict) and schema and not any(k in schema for k in ("$ref", "$dynamicRef", "$recursiveRef")):
+            return self._value(schema, pointer)
+        return self.value(schema, pointer)
 
     def _ref(self, schema: dict, pointer: str):
         key = "$ref"
@@ -493,7 +505,7 @@ class _Builder:
                 return self._union(pieces, f"{key}@{pointer}")
         rewritten = self._rewrite_conditionals(schema, pointer)
         if rewritten is not None:
-            return self.value(rewritten, pointer)
+            return self._rewritten(rewritten, pointer)
         if "not" in schema:
             return self._not(schema, pointer)
         if "enum" in schema or "const" in schema:
@@ -1627,8 +1639,8 @@ class _Builder:
         if negated is False:
             return None
         if negated is True:
-            return self.value(rest or True, pointer)
-        return self.value(siblings(rest, negated) if rest else negated, pointer)
+            return self._rewritten(rest or True, pointer)
+        return self._rewritten(siblings(rest, negated) if rest else negated, pointer)
 
     def _negate(self, sub, pointer: str):
         """A schema for exactly the instances ``sub`` rejects (refused where it cannot be written)."""
@@ -2077,5 +2089,28 @@ def schema_to_cfg(schema: Any, options: SchemaOptions | None = None) -> CFG:
     if piece is None:
         raise EmptySchemaError("the schema allows no instance at all", "#")
     start = b.rule("document", [[piece]])
-    return CFG(terminals=b.terminals, terminal_names=b.terminal_names, nonterminal_names=b.nt_names,
-               rules=b.rules, start=~start, ignore=frozenset(), source="json-schema")
+    return _without_unproductive(CFG(terminals=b.terminals, terminal_names=b.terminal_names,
+                                     nonterminal_names=b.nt_names, rules=b.rules, start=~start,
+                                     ignore=frozenset(), source="json-schema"))
+
+
+def _without_unproductive(cfg: CFG) -> CFG:
+    """``cfg`` without the nonterminals that derive no finite text and the rules that use them.
+
+    Such a nonterminal is a schema each of whose instances would hold another instance of itself (a
+    required property or item that refers back to its own schema, with no way out): no JSON value
+    meets it. Where it is optional (a property, an ``anyOf`` branch, array items) it only never
+    appears, as a ``false`` schema would; where the document needs it the schema has no instance
+    (``EmptySchemaError``). Left in, the parser refused the whole grammar as unproductive."""
+    productive = derivable(*cfg.flat, len(cfg.nonterminal_names), True)
+    if productive.all():
+        return cfg
+    names = cfg.nonterminal_names
+    if not productive[cfg.start]:
+        refs = sorted({names[a][4:] for a in np.flatnonzero(~productive).tolist() if names[a].startswith("ref:")})
+        where = f" (through {', '.join(refs[:4])}{', ...' if len(refs) > 4 else ''})" if refs else ""
+        raise EmptySchemaError("no finite JSON value meets the schema: each instance would have to hold another one "
+                               f"of the same schema, as a required property or item{where}", refs[0] if refs else "#")
+    rules = [(a, rhs) for a, rhs in cfg.rules if productive[a] and all(s >= 0 or productive[~s] for s in rhs)]
+    return CFG(terminals=cfg.terminals, terminal_names=cfg.terminal_names, nonterminal_names=names, rules=rules,
+               start=cfg.start, ignore=cfg.ignore, source=cfg.source)
