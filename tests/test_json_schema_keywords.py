@@ -826,7 +826,7 @@ def test_ref_tree_token_level(index, real_vocab):
 def test_a_ref_to_a_rewritten_schema_compiles(target, index):
     """A ``$ref`` whose target is compiled through a rewrite of itself (its ``not`` or
     conditionals expanded, at the same pointer) used to find its own half-built nonterminal in the
-    memo and derive only itself: "unproductive rules" for a satisfiable schema (8 JSONSchemaBench
+    memo and derive only itself: "unproductive rules" for a satisfiable schema (7 JSONSchemaBench
     schemas, e.g. ``Github_medium/o10310``). Each compiles, referenced twice and once at the root,
     and agrees with jsonschema."""
     schemas = [{"$defs": {"d": target}, "type": "object",
@@ -977,6 +977,24 @@ def test_malformed_schema_names_the_pointer(schema, pointer):
     assert not isinstance(e.value, UnsupportedSchemaError)
     assert e.value.pointer == pointer, str(e.value)
     assert pointer in str(e.value)
+
+
+@pytest.mark.parametrize("draft, id_key", [("http://json-schema.org/draft-04/schema#", "id"),
+                                            ("http://json-schema.org/draft-07/schema#", "$id")])
+def test_a_plain_name_id_names_its_schema(draft, id_key, index):
+    """Drafts 4-7: an identifier that is only a fragment (``"#foo"``, draft 4's ``id``, later
+    ``$id``) names its schema for ``$ref`` as ``$anchor`` does (``Github_easy/o35904`` refs
+    ``#jumpGateCapability`` so), also under a ``urn:`` base, which ``urljoin`` does not join with a
+    fragment; in draft 7 a draft-4 ``id`` is an unknown keyword and names nothing."""
+    for base in ("", "urn:uuid:deadbeef-1234-ff00-00ff-4321feebdaed"):
+        schema = {"$schema": draft, "definitions": {"A": {id_key: "#foo", "type": "integer"}},
+                  "properties": {"x": {"$ref": f"{base}#foo"}, "y": {"$ref": f"{base}#/definitions/A"}}}
+        if base:
+            schema[id_key] = base
+        check_agrees(schema, [{"x": 1}, {"x": "1"}, {"y": 2}, {"y": [2]}, {}], index)
+    with pytest.raises(SchemaError, match="unknown anchor"):
+        Grammar.from_json_schema({"$schema": "http://json-schema.org/draft-07/schema#",
+                                  "definitions": {"A": {"id": "#foo"}}, "properties": {"x": {"$ref": "#foo"}}})
 
 
 def test_dangling_ref():

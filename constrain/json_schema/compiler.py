@@ -196,8 +196,9 @@ def _finite_number(value) -> bool:
 class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
-        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore")
         dialect = options.draft or (root.get("$schema", "") if isinstance(root, dict) else "")
+        draft4 = isinstance(dialect, str) and any(d in dialect for d in ("draft-04", "draft4")) or dialect == "4"
+        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if draft4 else "$id")
         self.legacy_ref = isinstance(dialect, str) and any(
             d in dialect for d in ("draft-07", "draft-06", "draft-04", "draft7", "draft6", "draft4")) or dialect in ("7", "6", "4")
         self.terminals: list = []

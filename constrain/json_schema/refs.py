@@ -19,11 +19,24 @@ _SCHEMA_VALUES = {"items", "additionalItems", "additionalProperties", "contains"
                   "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
 
 
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base``; a fragment alone replaces the base's fragment for every
+    scheme (``urljoin`` leaves it bare under a non-hierarchical one such as ``urn:``)."""
+    if not base:
+        return ref
+    if ref.startswith("#"):
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
+
+
 class RefResolver:
-    def __init__(self, root: Any, ignore_remote: bool = False) -> None:
+    def __init__(self, root: Any, ignore_remote: bool = False, id_keyword: str = "$id") -> None:
+        """``id_keyword``: ``"id"`` for draft 4, which names a schema's identifier so."""
         self.root = root
         self.ignore_remote = ignore_remote  # unsupported="ignore": a remote reference allows any value
-        self.base = root.get("$id", "") if isinstance(root, dict) else ""
+        self.id_keyword = id_keyword
+        root_id = root.get(id_keyword) if isinstance(root, dict) else None
+        self.base = urldefrag(root_id)[0] if isinstance(root_id, str) else ""  # (a fragment names, it is no base)
         self._ids: dict[str, str] = {}  # absolute $id or base#anchor -> JSON pointer
         self._base_at: dict[str, str] = {}  # JSON pointer of a schema -> its base URI ($id scope)
         self._index(root, "#", self.base)
@@ -31,10 +44,14 @@ class RefResolver:
 
     def _index(self, node: Any, pointer: str, base: str) -> None:
         if isinstance(node, dict):
-            node_id = node.get("$id") if isinstance(node.get("$id"), str) else None
+            node_id = node.get(self.id_keyword) if isinstance(node.get(self.id_keyword), str) else None
             if node_id:
-                base = urljoin(base, node_id) if base else node_id
-                self._ids.setdefault(urldefrag(base)[0], pointer)
+                base = _join(base, node_id)
+                doc, frag = urldefrag(base)
+                self._ids.setdefault(doc, pointer)
+                if frag and not frag.startswith("/"):  # draft 4-7: "#name" names the schema, as $anchor does
+                    self._ids.setdefault(f"{doc}#{frag}", pointer)
+                    base = doc
             self._base_at[pointer] = base
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(key), str):
@@ -70,7 +87,7 @@ class RefResolver:
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", at + "/$ref")
         base = self._base_for(at)
-        target = urljoin(base, ref) if base else ref
+        target = _join(base, ref)
         doc, frag = urldefrag(target)
         if doc and doc != urldefrag(self.base)[0]:
             pointer = self._ids.get(doc)
