@@ -997,6 +997,25 @@ def test_a_plain_name_id_names_its_schema(draft, id_key, index):
                                   "definitions": {"A": {"id": "#foo"}}, "properties": {"x": {"$ref": "#foo"}}})
 
 
+def test_references_inside_merged_parts_keep_their_base(index):
+    """An allOf part taken from an embedded resource (its own ``$id``) is merged at the allOf's
+    place, where its relative references used to be read against the outer base: the outer
+    document's namesake was taken, silently (here an integer for a string). References are now
+    anchored to the root document when such a part moves (``RefResolver._portable``,
+    ``anchored``). And in draft 7 a ``$ref`` keeps a sibling ``$id`` from changing the base."""
+    inner = {"$id": "b.json", "definitions": {"inner": {"type": "string"}}, "allOf": [{"$ref": "#/definitions/inner"}]}
+    for schema in ({"$id": "http://example.com/a.json", "definitions": {"inner": {"type": "integer"}},
+                    "properties": {"holder": inner}, "allOf": [{"$ref": "b.json"}]},
+                   {"$id": "http://example.com/a.json", "definitions": {"inner": {"type": "integer"}},
+                    "allOf": [inner]}):
+        check_agrees(schema, ["s", "", 1, 2.5, {"holder": 1}, None], index)
+    sibling = {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "http://localhost:1234/sibling_id/base/",
+               "definitions": {"foo": {"$id": "http://localhost:1234/sibling_id/foo.json", "type": "string"},
+                               "base_foo": {"$id": "foo.json", "type": "number"}},
+               "allOf": [{"$id": "http://localhost:1234/sibling_id/", "$ref": "foo.json"}]}
+    check_agrees(sibling, ["a", 1, 2.5], index)
+
+
 def test_dangling_ref():
     with pytest.raises(SchemaError) as e:
         Grammar.from_json_schema({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}})

@@ -198,9 +198,10 @@ class _Builder:
         self.opt = options
         dialect = options.draft or (root.get("$schema", "") if isinstance(root, dict) else "")
         draft4 = isinstance(dialect, str) and any(d in dialect for d in ("draft-04", "draft4")) or dialect == "4"
-        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if draft4 else "$id")
         self.legacy_ref = isinstance(dialect, str) and any(
             d in dialect for d in ("draft-07", "draft-06", "draft-04", "draft7", "draft6", "draft4")) or dialect in ("7", "6", "4")
+        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if draft4 else "$id",
+                                ref_overrides=self.legacy_ref)
         self.terminals: list = []
         self.terminal_names: list[str] = []
         self._term_ids: dict = {}
@@ -451,8 +452,9 @@ class _Builder:
             parts = schema["allOf"]
             if not isinstance(parts, list) or not parts:
                 raise SchemaError("allOf must be a non-empty array", pointer + "/allOf")
-            rest = {k: v for k, v in schema.items() if k not in ("allOf", "__siblings")}
-            resolved = [self.refs.deref(p, f"{pointer}/allOf/{i}") for i, p in enumerate(parts)]
+            rest = self.refs.anchored({k: v for k, v in schema.items() if k not in ("allOf", "__siblings")}, pointer)
+            resolved = [self.refs.deref(self.refs.anchored(p, f"{pointer}/allOf/{i}"), f"{pointer}/allOf/{i}")
+                        for i, p in enumerate(parts)]
             return self._merged_value(resolved + [rest], pointer, pointer + "/allOf",
                                       parent_last=not schema.get("__siblings"))
 

@@ -19,6 +19,10 @@ _SCHEMA_VALUES = {"items", "additionalItems", "additionalProperties", "contains"
                   "then", "else", "unevaluatedItems", "unevaluatedProperties", "contentSchema"}
 
 
+# names the root document whatever base a reference is read under (``RefResolver._portable``)
+ROOT_URI = "urn:constrain:root"
+
+
 def _join(base: str, ref: str) -> str:
     """``ref`` resolved against ``base``; a fragment alone replaces the base's fragment for every
     scheme (``urljoin`` leaves it bare under a non-hierarchical one such as ``urn:``)."""
@@ -30,22 +34,35 @@ def _join(base: str, ref: str) -> str:
 
 
 class RefResolver:
-    def __init__(self, root: Any, ignore_remote: bool = False, id_keyword: str = "$id") -> None:
-        """``id_keyword``: ``"id"`` for draft 4, which names a schema's identifier so."""
+    def __init__(self, root: Any, ignore_remote: bool = False, id_keyword: str = "$id",
+                 ref_overrides: bool = False) -> None:
+        """``id_keyword``: ``"id"`` for draft 4, which names a schema's identifier so.
+        ``ref_overrides``: drafts 4-7, where ``$ref`` overrides its siblings, ``$id`` included."""
         self.root = root
         self.ignore_remote = ignore_remote  # unsupported="ignore": a remote reference allows any value
         self.id_keyword = id_keyword
+        self.ref_overrides = ref_overrides
         root_id = root.get(id_keyword) if isinstance(root, dict) else None
         self.base = urldefrag(root_id)[0] if isinstance(root_id, str) else ""  # (a fragment names, it is no base)
-        self._ids: dict[str, str] = {}  # absolute $id or base#anchor -> JSON pointer
+        self._ids: dict[str, str] = {ROOT_URI: "#"}  # absolute $id or base#anchor -> JSON pointer
         self._base_at: dict[str, str] = {}  # JSON pointer of a schema -> its base URI ($id scope)
+        self._portables: dict[str, Any] = {}  # pointer -> its schema with root-anchored references
+        self._id_holders: set[str] = set()  # pointers at or above a schema that sets its own base
         self._index(root, "#", self.base)
         self._validator = None
 
     def _index(self, node: Any, pointer: str, base: str) -> None:
         if isinstance(node, dict):
             node_id = node.get(self.id_keyword) if isinstance(node.get(self.id_keyword), str) else None
+            if self.ref_overrides and "$ref" in node:
+                node_id = None
             if node_id:
+                up = pointer
+                while up not in self._id_holders:
+                    self._id_holders.add(up)
+                    if "/" not in up:
+                        break
+                    up = up.rsplit("/", 1)[0]
                 base = _join(base, node_id)
                 doc, frag = urldefrag(base)
                 self._ids.setdefault(doc, pointer)
@@ -84,6 +101,22 @@ class RefResolver:
         return node
 
     def resolve(self, ref: Any, at: str) -> tuple[str, Any]:
+        """(JSON pointer, schema) of reference ``ref`` read at ``at``; the schema is made portable
+        (``_portable``) when it lives under another base than ``at``."""
+        pointer = self._pointer_of(ref, at)
+        if pointer.startswith("<remote"):
+            return pointer, True
+        try:
+            target = self.pointer_get(pointer)
+        except KeyError:
+            raise SchemaError(f"dangling $ref {ref!r}: nothing at {pointer}", at + "/$ref") from None
+        if isinstance(target, dict) and self._base_for(pointer) != self._base_for(at):
+            target = self._portable(pointer, target)
+        return pointer, target
+
+    def _pointer_of(self, ref: Any, at: str) -> str:
+        """The JSON pointer reference ``ref`` read at ``at`` names (``<remote ...>`` for a remote one
+        under ``ignore_remote``)."""
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", at + "/$ref")
         base = self._base_for(at)
@@ -93,7 +126,7 @@ class RefResolver:
             pointer = self._ids.get(doc)
             if pointer is None:
                 if self.ignore_remote:
-                    return f"<remote {target}>", True
+                    return f"<remote {target}>"
                 raise UnsupportedSchemaError("$ref", at + "/$ref", f"remote reference {ref!r} (only local references)")
             if frag:
                 if frag.startswith("/"):
@@ -108,10 +141,48 @@ class RefResolver:
                 raise SchemaError(f"$ref {ref!r} points to an unknown anchor", at + "/$ref")
         else:
             pointer = "#" + frag
-        try:
-            return pointer, self.pointer_get(pointer)
-        except KeyError:
-            raise SchemaError(f"dangling $ref {ref!r}: nothing at {pointer}", at + "/$ref") from None
+        return pointer
+
+    def anchored(self, schema: Any, pointer: str) -> Any:
+        """``schema`` found at ``pointer``, to be read elsewhere (a merged ``allOf`` part): with
+        root-anchored references where a schema inside it sets its own base, else unchanged."""
+        if pointer not in self._id_holders or not isinstance(schema, dict):
+            return schema
+        return self._anchored(schema, pointer)
+
+    def _portable(self, pointer: str, schema: dict) -> dict:
+        """``schema`` (at ``pointer``, under another base than the reference to it) with each local
+        ``$ref`` inside it naming its target from the root document (``ROOT_URI``), so it means the
+        same wherever it is read: a merge moves a referenced part to the merge's place, where its
+        relative references (``#/definitions/x`` of an embedded resource) would otherwise be read
+        against the outer base, a missing target at best and the outer document's namesake at worst."""
+        hit = self._portables.get(pointer)
+        if hit is None:
+            hit = self._portables[pointer] = self._anchored(schema, pointer)
+        return hit
+
+    def _anchored(self, node: Any, pointer: str) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {}
+        for k, v in node.items():
+            at = f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}"
+            if k == "$ref" and isinstance(v, str):
+                try:
+                    target = self._pointer_of(v, pointer)
+                except (SchemaError, UnsupportedSchemaError):  # (reported where the reference is used)
+                    target = None
+                out[k] = v if target is None or target.startswith("<remote") else ROOT_URI + target
+            elif k in _SCHEMA_MAPS and isinstance(v, dict):
+                out[k] = {name: self._anchored(sub, f"{at}/{name.replace('~', '~0').replace('/', '~1')}")
+                          for name, sub in v.items()}
+            elif k in _SCHEMA_LISTS and isinstance(v, list):
+                out[k] = [self._anchored(sub, f"{at}/{i}") for i, sub in enumerate(v)]
+            elif k in _SCHEMA_VALUES:
+                out[k] = self._anchored(v, at)
+            else:
+                out[k] = v
+        return out
 
     def _base_for(self, at: str) -> str:
         """The base URI in force at pointer ``at`` (its nearest indexed ancestor's)."""
