@@ -29,7 +29,7 @@ from constrain.json_schema import strings as js
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
 from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
-from constrain.json_schema.refs import RefResolver
+from constrain.json_schema.refs import RefResolver, pointer_segment as _esc
 from constrain.regex import automaton, boolean
 from constrain.regex.ast import hashed, length_range
 from constrain.regex.parse import parse_regex, parse_search_regex
@@ -193,14 +193,22 @@ def _finite_number(value) -> bool:
         abs(value) != float("inf")
 
 
+def _old_draft(dialect: Any) -> int | None:
+    """4, 6 or 7 for a draft before 2019-09 (``$schema`` URI or ``SchemaOptions.draft``), else None."""
+    if not isinstance(dialect, str):
+        return None
+    for n in (4, 6, 7):
+        if dialect == str(n) or f"draft-0{n}" in dialect or f"draft{n}" in dialect:
+            return n
+    return None
+
+
 class _Builder:
     def __init__(self, root: Any, options: SchemaOptions) -> None:
         self.opt = options
-        dialect = options.draft or (root.get("$schema", "") if isinstance(root, dict) else "")
-        draft4 = isinstance(dialect, str) and any(d in dialect for d in ("draft-04", "draft4")) or dialect == "4"
-        self.legacy_ref = isinstance(dialect, str) and any(
-            d in dialect for d in ("draft-07", "draft-06", "draft-04", "draft7", "draft6", "draft4")) or dialect in ("7", "6", "4")
-        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if draft4 else "$id",
+        old = _old_draft(options.draft or (root.get("$schema", "") if isinstance(root, dict) else ""))
+        self.legacy_ref = old is not None  # drafts 4-7: $ref overrides its siblings
+        self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if old == 4 else "$id",
                                 ref_overrides=self.legacy_ref)
         self.terminals: list = []
         self.terminal_names: list[str] = []
@@ -2078,10 +2086,6 @@ def _excluded_names(a, b) -> bool:
                 any(props.get(n, True) is False for n in x["required"] if isinstance(n, str)):
             return True
     return False
-
-
-def _esc(name: str) -> str:
-    return str(name).replace("~", "~0").replace("/", "~1")
 
 
 def schema_to_cfg(schema: Any, options: SchemaOptions | None = None) -> CFG:

@@ -23,6 +23,24 @@ _SCHEMA_VALUES = {"items", "additionalItems", "additionalProperties", "contains"
 ROOT_URI = "urn:constrain:root"
 
 
+def pointer_segment(name: Any) -> str:
+    """A key as a JSON pointer segment."""
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
+def _mapped(key: str, value: Any, at: str, fn) -> Any:
+    """``value`` of keyword ``key`` (at pointer ``at``) with ``fn(subschema, its pointer)`` in place
+    of each subschema it holds (a map of them, a list or one); ``value`` itself when it holds none
+    (unknown keywords, enum/const values: an ``$id`` or ``$ref`` inside them is data)."""
+    if key in _SCHEMA_MAPS and isinstance(value, dict):
+        return {name: fn(sub, f"{at}/{pointer_segment(name)}") for name, sub in value.items()}
+    if key in _SCHEMA_LISTS and isinstance(value, list):
+        return [fn(sub, f"{at}/{i}") for i, sub in enumerate(value)]
+    if key in _SCHEMA_VALUES:
+        return fn(value, at)
+    return value
+
+
 def _join(base: str, ref: str) -> str:
     """``ref`` resolved against ``base``; a fragment alone replaces the base's fragment for every
     scheme (``urljoin`` leaves it bare under a non-hierarchical one such as ``urn:``)."""
@@ -73,18 +91,9 @@ class RefResolver:
             for key in ("$anchor", "$dynamicAnchor"):
                 if isinstance(node.get(key), str):
                     self._ids.setdefault(f"{urldefrag(base)[0]}#{node[key]}", pointer)
-            for k, v in node.items():
-                at = f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}"
-                if k in _SCHEMA_MAPS and isinstance(v, dict):
-                    for name, sub in v.items():
-                        self._index(sub, f"{at}/{name.replace('~', '~0').replace('/', '~1')}", base)
-                elif k in _SCHEMA_LISTS and isinstance(v, list):
-                    for i, sub in enumerate(v):
-                        self._index(sub, f"{at}/{i}", base)
-                elif k in _SCHEMA_VALUES:
-                    self._index(v, at, base)
-                # anything else (unknown keywords, enum/const values) holds no schema: an "$id"
-                # inside it identifies nothing (JSON-Schema-Test-Suite optional/unknownKeyword)
+            for k, v in node.items():  # (an "$id" inside a non-schema value identifies nothing:
+                # JSON-Schema-Test-Suite optional/unknownKeyword)
+                _mapped(k, v, f"{pointer}/{pointer_segment(k)}", lambda sub, at: self._index(sub, at, base))
 
     def pointer_get(self, pointer: str) -> Any:
         node = self.root
@@ -166,22 +175,14 @@ class RefResolver:
             return node
         out = {}
         for k, v in node.items():
-            at = f"{pointer}/{k.replace('~', '~0').replace('/', '~1')}"
             if k == "$ref" and isinstance(v, str):
                 try:
                     target = self._pointer_of(v, pointer)
                 except (SchemaError, UnsupportedSchemaError):  # (reported where the reference is used)
                     target = None
                 out[k] = v if target is None or target.startswith("<remote") else ROOT_URI + target
-            elif k in _SCHEMA_MAPS and isinstance(v, dict):
-                out[k] = {name: self._anchored(sub, f"{at}/{name.replace('~', '~0').replace('/', '~1')}")
-                          for name, sub in v.items()}
-            elif k in _SCHEMA_LISTS and isinstance(v, list):
-                out[k] = [self._anchored(sub, f"{at}/{i}") for i, sub in enumerate(v)]
-            elif k in _SCHEMA_VALUES:
-                out[k] = self._anchored(v, at)
             else:
-                out[k] = v
+                out[k] = _mapped(k, v, f"{pointer}/{pointer_segment(k)}", self._anchored)
         return out
 
     def _base_for(self, at: str) -> str:
