@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 import sys
 import time
 from functools import lru_cache
@@ -217,6 +218,60 @@ def _assert_same_masks(a, b, tok, index, key: str, seed: int) -> None:
         t = ids[k] if k < len(ids) else rnd.choice(allowed)
         ma.advance(t)
         mb.advance(t)
+
+
+@pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark"])
+def test_ascii_tails_change_no_mask(real_vocab, key, monkeypatch):
+    """Under word boundaries, where a lone configuration's state loops on every ASCII byte below a
+    node (all word bytes) and dies on every other byte, and no terminal begins with a non-ASCII
+    byte, the walks allow the subtree's tokens whose rest is ASCII without stepping
+    (``_accept_ascii``, ``trie.ascii_tails``): most Llama 3 `` word`` subtrees hold an accented word
+    somewhere below, where the identifier dies. Masks equal those of the same grammar walked
+    without the tails along a sampled sentence and a random walk, on Llama 3, and the walks
+    visit fewer trie nodes (so the tails were taken)."""
+    tok, index = real_vocab("llama3")
+    fast = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    slow = CFGCompiledGrammar(_source(key)[1], index, description=key)
+    assert fast._tails.shape[0] > 1
+    slow._tails = np.zeros((0, 1), dtype=np.uint32)  # (before any walk reads it)
+    fast.shared_walk_nodes = slow.shared_walk_nodes = 10**12  # (every mask one combined walk: visits compare)
+    visited = {id(fast): 0, id(slow): 0}
+    combined_walk = CFGCompiledGrammar._combined_walk
+
+    def counted(self, *args):
+        n = combined_walk(self, *args)
+        visited[id(self)] += n
+        return n
+    monkeypatch.setattr(CFGCompiledGrammar, "_combined_walk", counted)
+    _assert_same_masks(fast, slow, tok, index, key, _seed(key) + 31)
+    assert 0 < visited[id(fast)] < visited[id(slow)] * 0.9, visited
+
+
+@pytest.mark.parametrize("src,tails,allowed", [
+    # a terminal may begin with a non-ASCII character: "café" is NAME then ACCENT
+    ('start: NAME ACCENT? ("," start)?\nNAME: /[a-z]+/\nACCENT: /é[a-z]*/\n%ignore " "\n', False, True),
+    ('start: NAME ("," start)?\nNAME: /[a-z]+/\n%ignore " "\n', True, False),
+    # a name's body reads "é" (not every non-ASCII character: no UTF-8 loop), so its state does not die there
+    ('start: NAME ("," start)?\nNAME: /[a-z][a-zé]*/\n%ignore " "\n', True, True),
+])
+def test_ascii_tails_only_where_no_terminal_begins_past_ascii(real_vocab, src, tails, allowed):
+    """The tails are taken only where no terminal (ignored ones included) may begin with a non-ASCII
+    byte (there a token such as ``café`` crosses from a name into the next terminal) and only from
+    states that die on every non-ASCII byte; the mask equals brute force over the vocabulary, and
+    the `` café`` tokens are allowed exactly where the language has them."""
+    tok, index = real_vocab("llama3")
+    g = Grammar.from_lark(src, word_boundaries=True)
+    compiled = constrain.compile(g, index, cache=False)
+    assert (compiled._tails.shape[0] > 1) == tails
+    rnd = random.Random(5)
+    m = compiled.matcher()
+    trail = list(tok.encode("x,", add_special_tokens=False))
+    for t in trail:
+        m.advance(t)
+    mask = _check_mask_against_steps(compiled, m, index, rnd, src, trail)
+    word_e = re.compile(rb" ?[a-z]+\xc3\xa9[a-z]*")  # (a name, then "é" and letters: `` café``)
+    accented = [t for t in range(index.vocab_size) if word_e.fullmatch(index.token_bytes(t) or b"")]
+    assert len(accented) > 10 and all((t in mask) == allowed for t in accented), src
 
 
 _BOUNDED_SCHEMA = {"type": "object", "properties": {

@@ -495,6 +495,25 @@ def test_trie_invariants_on_real_vocab(source, hf_tok, mistral_v1_path):
     assert min(longest[:3]) > 2, longest  # (the text and identifier families do jump over runs)
 
 
+@pytest.mark.parametrize("vocab", ["smollm2", "llama3"])
+def test_ascii_tails_hold_the_tokens_ascii_from_each_index(real_vocab, vocab):
+    """``ascii_tails`` row ``d``: the tokens (in byte order) whose bytes from index ``d`` on are all
+    ASCII; past the last non-ASCII byte of any token, every token. Checked on every token of a real
+    vocabulary (UTF-8 words, byte fallbacks) at every row."""
+    from tokenizer_index.trie import ascii_tails
+
+    _, index = real_vocab(vocab)
+    trie = index.trie
+    rows = ascii_tails(trie)
+    spelled = [bytes(trie.flat[trie.offsets[k]:trie.offsets[k + 1]]) for k in range(len(trie.ids))]
+    last = [max((j for j, b in enumerate(t) if b >= 0x80), default=-1) for t in spelled]
+    assert rows.shape == (max(last) + 2, (len(spelled) + 31) // 32) and max(last) > 0
+    bits = np.unpackbits(rows.view(np.uint8), axis=1, bitorder="little")[:, :len(spelled)]
+    want = np.asarray(last)[None, :] < np.arange(rows.shape[0])[:, None]
+    assert (bits.astype(bool) == want).all()
+    assert not bits[:, len(spelled):].any() if bits.shape[1] > len(spelled) else True
+
+
 def _children(nodes, p: int) -> list[int]:
     """Children of node ``p`` in order (``p = -1``: the root's), each at its elder sibling's ``skip``."""
     j, end = (0, len(nodes.byte)) if p < 0 else (int(nodes.down[p]), int(nodes.skip[p]))

@@ -326,6 +326,37 @@ def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
     return got
 
 
+def ascii_tails(trie: ByteTrie) -> np.ndarray:
+    """``uint32 [D + 1, ceil(N / 32)]``: row ``d`` is the bitmap, in the trie's byte order, of the
+    tokens whose bytes from index ``d`` on are all ASCII (``D``: one past the last non-ASCII byte of
+    any token; from ``D`` on every token is). Built once and kept on ``trie``. A walk below a
+    node of depth ``d`` in a state that loops on its ASCII bytes and dies on every other byte
+    allows exactly the tokens of the subtree's run that row ``d`` holds, where no terminal can
+    begin on a non-ASCII byte (``CFGCompiledGrammar``'s ``ascii_tails``: a Llama 3 `` word``
+    subtree holds accented words below most of its nodes, and each such node was stepped)."""
+    got = trie.__dict__.get("_ascii_tails")
+    if got is None:
+        n = len(trie.ids)
+        last = np.full(n, -1, dtype=np.int64)  # per token: the index of its last non-ASCII byte
+        where = np.flatnonzero(trie.flat >= 0x80)
+        if len(where):
+            owner = np.searchsorted(trie.offsets, where, side="right") - 1
+            np.maximum.at(last, owner, where - trie.offsets[owner])
+        rows = int(last.max()) + 2 if n else 1
+        got = np.zeros((rows, (n + 31) // 32), dtype=np.uint32)
+        order = np.argsort(last, kind="stable")  # row d holds row d - 1 and the tokens whose last is d - 1
+        ends = np.searchsorted(last[order], np.arange(-1, rows - 1), side="right")
+        row = np.zeros(got.shape[1], dtype=np.uint32)
+        done = 0
+        for d in range(rows):
+            k = order[done:ends[d]]
+            np.bitwise_or.at(row, k >> 5, np.left_shift(np.uint32(1), (k & 31).astype(np.uint32)))
+            done = ends[d]
+            got[d] = row
+        trie.__dict__["_ascii_tails"] = got
+    return got
+
+
 def subtree_bytes(nodes: TrieNodes) -> np.ndarray:
     """``uint64 [M, 4]``: the set of bytes in each node's subtree (its own byte included), built once
     and kept on ``nodes``. A walk in a state that loops on all of them accepts the whole subtree."""

@@ -38,7 +38,8 @@ from constrain.matcher import CompiledGrammar, StateStackMatcher
 from constrain.regex.engine import MaskEntry
 from constrain.walk import _popcount
 from tokenizer_index import TokenizerIndex
-from tokenizer_index.trie import UTF8_MARK, _kept, id_words, sibling_jumps, trie_nodes, walk_byte_sets, walk_set_of
+from tokenizer_index.trie import (NO_LOOP_MARK, UTF8_MARK, _kept, ascii_tails, id_words, sibling_jumps, trie_nodes,
+                                  walk_byte_sets, walk_set_of)
 
 FINISHED = -2
 NEED_LEXER = -5  # walk status: the lexer of context ``need[1]``'s terminal set is not built yet
@@ -136,6 +137,69 @@ def _accept_siblings(ordered, sub_start, skip, jumps, families, loops, g, i):  #
     return e
 
 
+# ASCII tails (``trie.ascii_tails``): a word-byte loop below which the subtree holds non-ASCII
+# bytes too. The walk byte sets fold those into two marks (``walk_byte_sets``).
+_NON_ASCII = np.uint64((1 << (UTF8_MARK - 192)) | (1 << (NO_LOOP_MARK - 192)))
+_WORD_0 = np.uint64(walk_set_of(_WORD)[0])
+_WORD_1 = np.uint64(walk_set_of(_WORD)[1])
+_ASCII_WORD = walk_set_of(_WORD, height=63)
+_ASCII_WORD[3] |= int(_NON_ASCII)
+# the sibling jump table: ``JUMP_FAMILIES``, then word bytes beside non-ASCII ones (``_accept_ascii``)
+JUMP_TABLE = np.vstack([JUMP_FAMILIES, np.array([_ASCII_WORD], dtype=np.uint64)])
+ASCII_JUMPS = len(JUMP_FAMILIES)
+_ASCII_0, _ASCII_1, _ASCII_2 = (np.uint64(w) for w in _ASCII_WORD[:3])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ascii_cover(sub_bytes, i, loops, g):  # pragma: no cover - numba
+    """Whether every ASCII byte below trie node ``i`` is a word byte that state ``g`` loops on
+    (its depth budget holding every token there, as ``_loops_cover``), and the rest non-ASCII."""
+    return ((sub_bytes[i, 0] & ~(loops[g, 0] & _WORD_0)) == 0 and (sub_bytes[i, 1] & ~(loops[g, 1] & _WORD_1)) == 0
+            and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~_NON_ASCII) == 0)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _dies_past_ascii(trans, g):  # pragma: no cover - numba
+    """Whether state ``g`` reads no non-ASCII byte."""
+    for b in range(128, 256):
+        if trans[g, b] >= 0:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, siblings):  # pragma: no cover - numba
+    """Allow the tokens below node ``i`` (at depth ``d``) whose bytes from there on are ASCII, where
+    ``g`` loops on the subtree's ASCII bytes (all word bytes) and dies on the rest (``_ascii_cover``,
+    ``_dies_past_ascii``), and no terminal of the grammar begins with a non-ASCII byte: under word
+    boundaries no terminal begins inside the ASCII part (a word byte after a word byte), so the
+    tokens with a non-ASCII byte are dead, the others alive (``tails`` row ``d``: ``trie.ascii_tails``).
+    With ``siblings`` (``g`` is the only state read there), a run of later siblings of the same
+    kind comes along (``jumps[ASCII_JUMPS]``), when ``g``'s loop holds the whole family. Returns
+    the next node to visit."""
+    e = skip[i]
+    if siblings and ((_ASCII_0 & ~loops[g, 0]) == 0 and (_ASCII_1 & ~loops[g, 1]) == 0
+                     and (_ASCII_2 & ~loops[g, 2]) == 0):
+        e = jumps[ASCII_JUMPS, i]
+    a = sub_start[i]
+    b = sub_start[e]
+    if a >= b:
+        return e
+    row = tails[min(d, tails.shape[0] - 1)]
+    wa = a >> 5
+    wb = (b - 1) >> 5
+    lo = np.uint32(0xFFFFFFFF) << np.uint32(a & 31)
+    hi = np.uint32(0xFFFFFFFF) >> np.uint32(31 - ((b - 1) & 31))
+    if wa == wb:
+        ordered[wa] |= lo & hi & row[wa]
+        return e
+    ordered[wa] |= lo & row[wa]
+    for w in range(wa + 1, wb):
+        ordered[w] |= row[w]
+    ordered[wb] |= hi & row[wb]
+    return e
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _pause(pos, i, visited):  # pragma: no cover - numba
     """Save where ``_walk_cfg`` stands, so a call after Python served its request resumes there."""
@@ -193,7 +257,7 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 @no_refcounts(nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction,
-              single, jumps, families):  # pragma: no cover
+              single, jumps, families, tails):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -219,6 +283,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     n = byte.shape[0]
     i = pos[0]
     visited = pos[1]
+    tails_on = tails.shape[0] > 0
+    ascii_g = -1  # the last state found to die on every non-ASCII byte (``_accept_ascii``)
     while i < n:
         d = depth[i]
         if cnt[d] == 1:
@@ -250,6 +316,10 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     continue
                 if _loops_cover(sub_bytes, i, loops, g):
                     i = _accept_siblings(ordered, sub_start, skip, jumps, families[:1], loops, g, i)
+                    continue
+                if tails_on and _ascii_cover(sub_bytes, i, loops, g) and (g == ascii_g or _dies_past_ascii(trans, g)):
+                    ascii_g = g
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                     continue
                 if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != down[i]:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
@@ -290,6 +360,19 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         if whole >= 0:
             i = _accept_siblings(ordered, sub_start, skip, jumps, families, loops, whole, i)
             continue
+        if tails_on:  # one configuration alive on the byte, the rest dead (an identifier beside the start after it)
+            lone = -1
+            for k in range(cnt[d]):
+                if trans[cfg_g[d, k], b] >= 0:
+                    if lone >= 0:
+                        lone = -1
+                        break
+                    lone = cfg_g[d, k]
+            if lone >= 0 and _ascii_cover(sub_bytes, i, loops, lone) and (
+                    lone == ascii_g or _dies_past_ascii(trans, lone)):
+                ascii_g = lone
+                i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, False)
+                continue
         if skip[i] == down[i]:
             # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
             # subtree): its token is allowed (some configuration's lexer survives the byte); what
@@ -439,7 +522,7 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte,
                        a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen,
-                       a.junction, a.single, a.jumps, a.families)
+                       a.junction, a.single, a.jumps, a.families, a.tails)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -478,12 +561,12 @@ def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - nu
     """``_walk_subtrees`` below ``roots`` with the rest of its arrays read from one ``WalkArgs``."""
     return _walk_subtrees(a.lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, roots, root_c,
                           root_g, a.byte, a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words,
-                          a.need, a.seen, a.junction)
+                          a.need, a.seen, a.junction, a.jumps, a.tails)
 
 
 @numba.njit(cache=True, nogil=True)
 def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
-                out_words, ev_node, ev_state, ended):  # pragma: no cover
+                out_words, ev_node, ev_state, ended, jumps, tails):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted). ``roots``:
     the subtrees walked, each read from ``start`` (a boundary's roots, ``_nested_part``); empty:
@@ -507,6 +590,8 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
     ordered = np.zeros((trie_ids.shape[0] + 31) // 32, dtype=np.uint32)
     n_ev = 0
     n_roots = roots.shape[0]
+    tails_on = tails.shape[0] > 0
+    ascii_g = -1  # (as in ``_walk_cfg``)
     for r in range(max(n_roots, 1)):  # (no roots: one range, the whole trie)
         i = roots[r] if n_roots else 0
         end = skip[i] if n_roots else byte.shape[0]
@@ -524,6 +609,10 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
                 continue
             if _loops_cover(sub_bytes, i, loops, g):
                 i = _accept_subtree(ordered, sub_start, skip, i)
+                continue
+            if tails_on and _ascii_cover(sub_bytes, i, loops, g) and (g == ascii_g or _dies_past_ascii(trans, g)):
+                ascii_g = g
+                i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                 continue
             g = g2
             stack[d + 1] = g
@@ -872,7 +961,7 @@ def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
 @numba.njit(cache=True, nogil=True)
 def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                    roots, root_c, root_g, byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words,
-                   need, seen, junction):  # pragma: no cover
+                   need, seen, junction, jumps, tails):  # pragma: no cover
     """The context-dependent part of a mask: walk the subtree of every root node from the one
     configuration ``(root_c, root_g)`` that reads the root's byte (a terminal just ended above it).
     Resumable like ``_walk_cfg``: ``pos`` = [root index, node index or -1 before the root's start];
@@ -893,6 +982,8 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     cap = cfg_c.shape[1]
     r = pos[0]
     i = pos[1]
+    tails_on = tails.shape[0] > 0
+    ascii_g = -1  # (as in ``_walk_cfg``)
     while r < roots.shape[0]:
         root = roots[r]
         if i < 0:
@@ -923,6 +1014,19 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 i = _accept_subtree(ordered, sub_start, skip, i)
                 continue
             b = byte[i]
+            if tails_on:  # (as in ``_walk_cfg``'s general step)
+                lone = -1
+                for k in range(cnt[d]):
+                    if trans[cfg_g[d, k], b] >= 0:
+                        if lone >= 0:
+                            lone = -1
+                            break
+                        lone = cfg_g[d, k]
+                if lone >= 0 and _ascii_cover(sub_bytes, i, loops, lone) and (
+                        lone == ascii_g or _dies_past_ascii(trans, lone)):
+                    ascii_g = lone
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, cnt[d] == 1)
+                    continue
             m = 0
             stamp = 0
             for k in range(cnt[d]):
@@ -1367,11 +1471,22 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._n_words = bitmask_words(index.vocab_size)
         self._rows = _MaskRows(self._n_words)
         # once per vocabulary (~11 ms on Llama 3 with the byte sets it reads): not inside a mask
-        sibling_jumps(trie_nodes(index.trie), JUMP_FAMILIES)
+        sibling_jumps(trie_nodes(index.trie), JUMP_TABLE)
         if eager_terminals:
             self.lexers.build_components()
+        self._tails = self._ascii_tails()
         root = self.parser.root
         self.start_config = self._intern(frozenset({(root, self._start(root))}))
+
+    def _ascii_tails(self) -> np.ndarray:
+        """``trie.ascii_tails`` when the walks may take them (``_accept_ascii``): under word
+        boundaries, where no terminal (ignored ones included) begins with a non-ASCII byte; else
+        an empty table (never taken)."""
+        if self.cfg.word_boundaries and self.n_terminals:
+            start = self.lexers.start_for(frozenset(range(self.n_terminals)))
+            if (self.lexers.row(start)[128:] < 0).all():
+                return ascii_tails(self.index.trie)
+        return np.zeros((0, 1), dtype=np.uint32)
 
     # ------------------------------------------------------------------ contexts and configurations
     def _start(self, c: int) -> int:
@@ -1829,7 +1944,8 @@ class CFGCompiledGrammar(CompiledGrammar):
                 nodes.byte, nodes.depth, nodes.skip, nodes.down, nodes.below, nodes.token, buffers.cfg_c,
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
-                self._junction, buffers.single, buffers.unset, sibling_jumps(nodes, JUMP_FAMILIES), JUMP_FAMILIES)
+                self._junction, buffers.single, buffers.unset, sibling_jumps(nodes, JUMP_TABLE), JUMP_FAMILIES,
+                self._tails)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
@@ -1861,7 +1977,7 @@ class CFGCompiledGrammar(CompiledGrammar):
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), below, nodes.byte, nodes.depth, nodes.skip, nodes.down,
                                nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
-                               inside, ev_node, ev_state, ended)
+                               inside, ev_node, ev_state, ended, sibling_jumps(nodes, JUMP_TABLE), self._tails)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)

@@ -17,7 +17,7 @@ from numba.experimental import structref
 FIELDS = ("lx", "G", "S", "X", "is_ignore", "sub_bytes", "sub_start", "ordered", "byte", "depth", "skip", "down",
           "below", "token",
           "cfg_c", "cfg_g", "cnt", "pos", "need", "done", "trie_ids", "all_words", "dup_of", "dup_ids", "eos_ids",
-          "seen", "junction", "single", "unset", "jumps", "families")
+          "seen", "junction", "single", "unset", "jumps", "families", "tails")
 
 
 @structref.register
@@ -36,11 +36,11 @@ structref.define_proxy(WalkArgs, WalkArgsType, list(FIELDS))
 @numba.njit(cache=True)
 def make_walk_args(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                    cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids,
-                   seen, junction, single, unset, jumps, families):  # pragma: no cover
+                   seen, junction, single, unset, jumps, families, tails):  # pragma: no cover
     """(Compiled and cached, unlike the proxy's own constructor.)"""
     return WalkArgs(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                     cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids, seen,
-                    junction, single, unset, jumps, families)
+                    junction, single, unset, jumps, families, tails)
 
 
 @numba.njit(cache=True)
