@@ -373,6 +373,13 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 ascii_g = lone
                 i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, False)
                 continue
+            if lone >= 0 and b < 128:  # (the state after the byte covers the subtree: ``.name`` after a comma)
+                g2 = trans[lone, b]
+                if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (
+                        g2 == ascii_g or _dies_past_ascii(trans, g2)):
+                    ascii_g = g2
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
+                    continue
         if skip[i] == down[i]:
             # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
             # subtree): its token is allowed (some configuration's lexer survives the byte); what
@@ -614,6 +621,15 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
                 ascii_g = g
                 i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                 continue
+            if tails_on and expanded[g2]:  # (the state after the byte covers the subtree, as in ``_walk_cfg``)
+                if _loops_cover(sub_bytes, i, loops, g2):
+                    i = _accept_subtree(ordered, sub_start, skip, i)
+                    continue
+                if byte[i] < 128 and _ascii_cover(sub_bytes, i, loops, g2) and (
+                        g2 == ascii_g or _dies_past_ascii(trans, g2)):
+                    ascii_g = g2
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
+                    continue
             g = g2
             stack[d + 1] = g
             if acc_ptr[g + 1] > acc_ptr[g]:
@@ -1027,6 +1043,13 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     ascii_g = lone
                     i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, cnt[d] == 1)
                     continue
+                if lone >= 0 and b < 128:  # (the state after the byte covers the subtree)
+                    g2 = trans[lone, b]
+                    if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (
+                            g2 == ascii_g or _dies_past_ascii(trans, g2)):
+                        ascii_g = g2
+                        i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
+                        continue
             m = 0
             stamp = 0
             for k in range(cnt[d]):
