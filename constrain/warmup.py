@@ -35,6 +35,14 @@ def warmup() -> float:
             m.allowed_token_ids()
             m.advance(token)
         m.allowed_token_ids()
+    # the parser walk below given roots (``engine._roots_walk``: a boundary's roots beside a group
+    # split again; ~25 ms loaded inside the first mask that needed it)
+    import numpy as np
+
+    words = np.zeros(g._n_words, dtype=np.uint32)
+    root = g.parser.root
+    g._roots_into(words, np.zeros(1, dtype=np.int32), np.full(1, root, dtype=np.int32),
+                  np.full(1, g._start(root), dtype=np.int32))
     # a string body's mask from its loop frontier (``engine._loop_frontier``, ``_frontier_mask``)
     quoted = TokenizerIndex.from_token_bytes([b'"', b"a", b"ab", b'a"', None], eos_token_ids=[4])
     g_str = compile_grammar(Grammar.from_lark('start: /"[ab]*"/\n'), quoted, cache=False)
