@@ -168,6 +168,30 @@ def _dies_past_ascii(trans, g):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, n, d, i, b, known):  # pragma: no cover - numba
+    """(state, stepped) for ``_accept_ascii`` at node ``i`` (byte ``b``) in a step over the ``n``
+    configurations at depth ``d``, or (-1, False): the one configuration alive on the byte (the rest
+    dead) when it covers the subtree (``_ascii_cover``, ``_dies_past_ascii``; ``known``: a state
+    found to die on non-ASCII bytes already), else the state it steps to on the byte when that
+    covers it (``stepped``: below a comma or a dot, each ``.name`` child)."""
+    lone = -1
+    for k in range(n):
+        if trans[cfg_g[d, k], b] >= 0:
+            if lone >= 0:
+                return -1, False
+            lone = cfg_g[d, k]
+    if lone < 0:
+        return -1, False
+    if _ascii_cover(sub_bytes, i, loops, lone) and (lone == known or _dies_past_ascii(trans, lone)):
+        return lone, False
+    if b < 128:
+        g2 = trans[lone, b]
+        if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (g2 == known or _dies_past_ascii(trans, g2)):
+            return g2, True
+    return -1, False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, siblings):  # pragma: no cover - numba
     """Allow the tokens below node ``i`` (at depth ``d``) whose bytes from there on are ASCII, where
     ``g`` loops on the subtree's ASCII bytes (all word bytes) and dies on the rest (``_ascii_cover``,
@@ -361,25 +385,11 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
             i = _accept_siblings(ordered, sub_start, skip, jumps, families, loops, whole, i)
             continue
         if tails_on:  # one configuration alive on the byte, the rest dead (an identifier beside the start after it)
-            lone = -1
-            for k in range(cnt[d]):
-                if trans[cfg_g[d, k], b] >= 0:
-                    if lone >= 0:
-                        lone = -1
-                        break
-                    lone = cfg_g[d, k]
-            if lone >= 0 and _ascii_cover(sub_bytes, i, loops, lone) and (
-                    lone == ascii_g or _dies_past_ascii(trans, lone)):
-                ascii_g = lone
-                i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, False)
+            g, _ = _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, cnt[d], d, i, b, ascii_g)
+            if g >= 0:
+                ascii_g = g
+                i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, False)
                 continue
-            if lone >= 0 and b < 128:  # (the state after the byte covers the subtree: ``.name`` after a comma)
-                g2 = trans[lone, b]
-                if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (
-                        g2 == ascii_g or _dies_past_ascii(trans, g2)):
-                    ascii_g = g2
-                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
-                    continue
         if skip[i] == down[i]:
             # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
             # subtree): its token is allowed (some configuration's lexer survives the byte); what
@@ -1030,26 +1040,13 @@ def _walk_subtrees(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 i = _accept_subtree(ordered, sub_start, skip, i)
                 continue
             b = byte[i]
-            if tails_on:  # (as in ``_walk_cfg``'s general step)
-                lone = -1
-                for k in range(cnt[d]):
-                    if trans[cfg_g[d, k], b] >= 0:
-                        if lone >= 0:
-                            lone = -1
-                            break
-                        lone = cfg_g[d, k]
-                if lone >= 0 and _ascii_cover(sub_bytes, i, loops, lone) and (
-                        lone == ascii_g or _dies_past_ascii(trans, lone)):
-                    ascii_g = lone
-                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, lone, i, tails, d, cnt[d] == 1)
+            if tails_on:  # (as in ``_walk_cfg``'s general step; later siblings too where the state is alone)
+                g, stepped = _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, cnt[d], d, i, b, ascii_g)
+                if g >= 0:
+                    ascii_g = g
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d,
+                                      cnt[d] == 1 and not stepped)
                     continue
-                if lone >= 0 and b < 128:  # (the state after the byte covers the subtree)
-                    g2 = trans[lone, b]
-                    if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (
-                            g2 == ascii_g or _dies_past_ascii(trans, g2)):
-                        ascii_g = g2
-                        i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
-                        continue
             m = 0
             stamp = 0
             for k in range(cnt[d]):
