@@ -631,12 +631,12 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
                 ascii_g = g
                 i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                 continue
-            if tails_on and expanded[g2]:  # (the state after the byte covers the subtree, as in ``_walk_cfg``)
+            # (the state after an ASCII byte covers the subtree, as in ``_walk_cfg``'s general step)
+            if tails_on and byte[i] < 128 and expanded[g2]:
                 if _loops_cover(sub_bytes, i, loops, g2):
                     i = _accept_subtree(ordered, sub_start, skip, i)
                     continue
-                if byte[i] < 128 and _ascii_cover(sub_bytes, i, loops, g2) and (
-                        g2 == ascii_g or _dies_past_ascii(trans, g2)):
+                if _ascii_cover(sub_bytes, i, loops, g2) and (g2 == ascii_g or _dies_past_ascii(trans, g2)):
                     ascii_g = g2
                     i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
                     continue
