@@ -220,16 +220,17 @@ def _assert_same_masks(a, b, tok, index, key: str, seed: int) -> None:
         mb.advance(t)
 
 
+@pytest.mark.parametrize("vocab", ["llama3", "llama-spm"])
 @pytest.mark.parametrize("key", ["bundled:sql_select.lark", "bundled:python_expr.lark"])
-def test_ascii_tails_change_no_mask(real_vocab, key, monkeypatch):
+def test_ascii_tails_change_no_mask(real_vocab, key, vocab, monkeypatch):
     """Under word boundaries, where a lone configuration's state loops on every ASCII byte below a
     node (all word bytes) and dies on every other byte, and no terminal begins with a non-ASCII
     byte, the walks allow the subtree's tokens whose rest is ASCII without stepping
     (``_accept_ascii``, ``trie.ascii_tails``): most Llama 3 `` word`` subtrees hold an accented word
-    somewhere below, where the identifier dies. Masks equal those of the same grammar walked
-    without the tails along a sampled sentence and a random walk, on Llama 3, and the walks
-    visit fewer trie nodes (so the tails were taken)."""
-    tok, index = real_vocab("llama3")
+    somewhere below, where the identifier dies (SentencePiece's byte tokens add raw non-UTF-8
+    bytes). Masks equal those of the same grammar walked without the tails along a sampled
+    sentence and a random walk, and the walks visit fewer trie nodes (so the tails were taken)."""
+    tok, index = real_vocab(vocab)
     fast = CFGCompiledGrammar(_source(key)[1], index, description=key)
     slow = CFGCompiledGrammar(_source(key)[1], index, description=key)
     assert fast._tails.shape[0] > 1
@@ -244,7 +245,7 @@ def test_ascii_tails_change_no_mask(real_vocab, key, monkeypatch):
         return n
     monkeypatch.setattr(CFGCompiledGrammar, "_combined_walk", counted)
     _assert_same_masks(fast, slow, tok, index, key, _seed(key) + 31)
-    assert 0 < visited[id(fast)] < visited[id(slow)] * 0.9, visited
+    assert 0 < visited[id(fast)] < visited[id(slow)] * (0.9 if vocab == "llama3" else 1), visited
 
 
 @pytest.mark.parametrize("src,tails,allowed", [
