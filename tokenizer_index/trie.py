@@ -312,6 +312,11 @@ def subtree_utf8(nodes: TrieNodes) -> np.ndarray:
                                                                                     _max_depth(n))))
 
 
+def _set_bits(words: np.ndarray, positions: np.ndarray) -> None:
+    """Set bit ``k`` of the uint32 bitmap ``words`` for each ``k`` in ``positions`` (int64)."""
+    np.bitwise_or.at(words, positions >> 5, np.left_shift(np.uint32(1), (positions & 31).astype(np.uint32)))
+
+
 def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
     """``uint32 [n_words]``: the bitmask of every token id in ``trie``, built once per width and kept
     on it. A walk that allowed most of the trie clears the few positions it did not allow from
@@ -320,8 +325,7 @@ def id_words(trie: ByteTrie, n_words: int) -> np.ndarray:
     got = cache.get(n_words)
     if got is None:
         got = np.zeros(n_words, dtype=np.uint32)
-        ids = trie.ids.astype(np.int64)
-        np.bitwise_or.at(got, ids >> 5, (np.uint32(1) << (ids & 31).astype(np.uint32)))
+        _set_bits(got, trie.ids.astype(np.int64))
         cache[n_words] = got
     return got
 
@@ -349,8 +353,7 @@ def ascii_tails(trie: ByteTrie) -> np.ndarray:
         row = np.zeros(got.shape[1], dtype=np.uint32)
         done = 0
         for d in range(rows):
-            k = order[done:ends[d]]
-            np.bitwise_or.at(row, k >> 5, np.left_shift(np.uint32(1), (k & 31).astype(np.uint32)))
+            _set_bits(row, order[done:ends[d]])
             done = ends[d]
             got[d] = row
         trie.__dict__["_ascii_tails"] = got

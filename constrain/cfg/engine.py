@@ -168,12 +168,25 @@ def _dies_past_ascii(trans, g):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _ascii_run_state(trans, expanded, loops, sub_bytes, g, i, b, known):  # pragma: no cover - numba
+    """(state, stepped) for ``_accept_ascii`` at node ``i`` (byte ``b``) below state ``g``, the only
+    state alive there, or (-1, False): ``g`` when it covers the subtree (``_ascii_cover``,
+    ``_dies_past_ascii``; ``known``: a state found to die on non-ASCII bytes already), else the
+    state it steps to on an ASCII byte when that covers it (``stepped``: below a comma or a dot,
+    each ``.name`` child)."""
+    if _ascii_cover(sub_bytes, i, loops, g) and (g == known or _dies_past_ascii(trans, g)):
+        return g, False
+    if b < 128:
+        g2 = trans[g, b]
+        if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (g2 == known or _dies_past_ascii(trans, g2)):
+            return g2, True
+    return -1, False
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, n, d, i, b, known):  # pragma: no cover - numba
-    """(state, stepped) for ``_accept_ascii`` at node ``i`` (byte ``b``) in a step over the ``n``
-    configurations at depth ``d``, or (-1, False): the one configuration alive on the byte (the rest
-    dead) when it covers the subtree (``_ascii_cover``, ``_dies_past_ascii``; ``known``: a state
-    found to die on non-ASCII bytes already), else the state it steps to on the byte when that
-    covers it (``stepped``: below a comma or a dot, each ``.name`` child)."""
+    """``_ascii_run_state`` of the one configuration among the ``n`` at depth ``d`` alive on byte
+    ``b`` (the rest dead), or (-1, False) when there is no such one."""
     lone = -1
     for k in range(n):
         if trans[cfg_g[d, k], b] >= 0:
@@ -182,13 +195,7 @@ def _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, n, d, i, b, know
             lone = cfg_g[d, k]
     if lone < 0:
         return -1, False
-    if _ascii_cover(sub_bytes, i, loops, lone) and (lone == known or _dies_past_ascii(trans, lone)):
-        return lone, False
-    if b < 128:
-        g2 = trans[lone, b]
-        if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (g2 == known or _dies_past_ascii(trans, g2)):
-            return g2, True
-    return -1, False
+    return _ascii_run_state(trans, expanded, loops, sub_bytes, lone, i, b, known)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -627,18 +634,14 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
             if _loops_cover(sub_bytes, i, loops, g):
                 i = _accept_subtree(ordered, sub_start, skip, i)
                 continue
-            if tails_on and _ascii_cover(sub_bytes, i, loops, g) and (g == ascii_g or _dies_past_ascii(trans, g)):
-                ascii_g = g
-                i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
-                continue
-            # (the state after an ASCII byte covers the subtree, as in ``_walk_cfg``'s general step)
-            if tails_on and byte[i] < 128 and expanded[g2]:
-                if _loops_cover(sub_bytes, i, loops, g2):
-                    i = _accept_subtree(ordered, sub_start, skip, i)
+            if tails_on:  # (as in ``_walk_cfg``'s general step; the state after an ASCII byte may loop too)
+                s, stepped = _ascii_run_state(trans, expanded, loops, sub_bytes, g, i, byte[i], ascii_g)
+                if s >= 0:
+                    ascii_g = s
+                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, s, i, tails, d, not stepped)
                     continue
-                if _ascii_cover(sub_bytes, i, loops, g2) and (g2 == ascii_g or _dies_past_ascii(trans, g2)):
-                    ascii_g = g2
-                    i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g2, i, tails, d, False)
+                if byte[i] < 128 and expanded[g2] and _loops_cover(sub_bytes, i, loops, g2):
+                    i = _accept_subtree(ordered, sub_start, skip, i)
                     continue
             g = g2
             stack[d + 1] = g

@@ -44,6 +44,7 @@ class CFG:
     word_boundaries: bool = False
     _by_lhs: dict[int, list[int]] | None = field(default=None, repr=False)
     _flat: tuple | None = field(default=None, repr=False)
+    _productive: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def flat(self) -> tuple:
@@ -80,6 +81,13 @@ class CFG:
         """``nullable`` as a bool per nonterminal."""
         return derivable(*self.flat, len(self.nonterminal_names), False)
 
+    def productive_flags(self) -> np.ndarray:
+        """A bool per nonterminal: whether it derives some finite string. Built once (a JSON
+        Schema compile asks before its grammar is validated, ``schema_to_cfg``)."""
+        if self._productive is None:
+            self._productive = derivable(*self.flat, len(self.nonterminal_names), True)
+        return self._productive
+
     def validate(self) -> None:
         """Refuse grammars the engine would mishandle: unproductive or undefined nonterminals."""
         n = len(self.nonterminal_names)
@@ -92,7 +100,7 @@ class CFG:
                     if not is_nt(s) and not 0 <= s < len(self.terminals):
                         raise GrammarError(f"rule for {self.nonterminal_names[a]!r} uses an undefined terminal")
         reached = reachable(lhs, ptr, syms, n, self.start)
-        productive = derivable(lhs, ptr, syms, n, True)
+        productive = self.productive_flags()
         dead = sorted(self.nonterminal_names[a] for a in np.flatnonzero(reached & ~productive).tolist())
         if dead:
             raise GrammarError(

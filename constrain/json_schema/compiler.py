@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from constrain.cfg._tables import derivable
 from constrain.cfg.ir import CFG, nt
 from constrain.errors import RegexError
 from constrain.json_schema import numbers as num
@@ -2109,7 +2108,7 @@ def _without_unproductive(cfg: CFG) -> CFG:
     meets it. Where it is optional (a property, an ``anyOf`` branch, array items) it only never
     appears, as a ``false`` schema would; where the document needs it the schema has no instance
     (``EmptySchemaError``). Left in, the parser refused the whole grammar as unproductive."""
-    productive = derivable(*cfg.flat, len(cfg.nonterminal_names), True)
+    productive = cfg.productive_flags()
     if productive.all():
         return cfg
     names = cfg.nonterminal_names
