@@ -28,7 +28,7 @@ import pytest
 
 import constrain
 from constrain import Grammar, GrammarError
-from constrain.cfg.engine import MAX_CONFIGS, CFGCompiledGrammar
+from constrain.cfg.engine import MAX_CONFIGS, CFGCompiledGrammar, _MaskRows
 from constrain.cfg.sample import sample
 from constrain.errors import EmptyAllowedSetError, TokenNotAllowedError
 from test_cfg_frontends import GBNF_KEYS, LARK_KEYS, _gbnf_source, _lark_source, _mutate, _seed, lark_accepts
@@ -1307,3 +1307,21 @@ def test_blocks_made_inside_walks_are_the_blocks_python_makes():
     allowed = set(m.allowed_token_ids().tolist())
     brute = {t for t in range(index.n_tokens) if compiled.step(state, t) != -1}
     assert allowed == brute
+
+
+def test_mask_rows_are_zero_when_handed_out_even_from_a_dirty_block():
+    """Blocks of mask rows are allocated unwritten (``np.empty``), so each row must be zeroed when it
+    is handed out: the walks OR bits into it. The memory is made dirty here, as a heap block freed by
+    an earlier grammar can be; every row handed out is zero, its int32 view shares it and is
+    read-only, and rows never overlap."""
+    rows = _MaskRows(37)
+    taken = []
+    for k in range(40):  # (across three blocks: 8, 16, 32 rows)
+        if rows._next < len(rows._u32):
+            rows._u32[rows._next:] = 0xFFFFFFFF  # garbage in the rows not handed out yet
+        raw, words = rows.take()
+        assert raw.shape == (37,) and not raw.any(), f"row {k} was handed out dirty"
+        assert not words.flags.writeable and np.shares_memory(raw, words)
+        raw[:] = k + 1  # as a walk writes its mask
+        taken.append((raw, k + 1))
+    assert all((raw == v).all() for raw, v in taken), "a later row overwrote an earlier one"
