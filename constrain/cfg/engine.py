@@ -168,17 +168,24 @@ def _dies_past_ascii(trans, g):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _covers_past_ascii(trans, loops, sub_bytes, g, i, known):  # pragma: no cover - numba
+    """``_ascii_cover`` of state ``g`` at node ``i``, and ``g`` reads no non-ASCII byte
+    (``_dies_past_ascii``; ``known``: a state found so already): ``_accept_ascii`` may take the node."""
+    return _ascii_cover(sub_bytes, i, loops, g) and (g == known or _dies_past_ascii(trans, g))
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _ascii_run_state(trans, expanded, loops, sub_bytes, g, i, b, known):  # pragma: no cover - numba
     """(state, stepped) for ``_accept_ascii`` at node ``i`` (byte ``b``) below state ``g``, the only
     state alive there, or (-1, False): ``g`` when it covers the subtree (``_ascii_cover``,
     ``_dies_past_ascii``; ``known``: a state found to die on non-ASCII bytes already), else the
     state it steps to on an ASCII byte when that covers it (``stepped``: below a comma or a dot,
     each ``.name`` child)."""
-    if _ascii_cover(sub_bytes, i, loops, g) and (g == known or _dies_past_ascii(trans, g)):
+    if _covers_past_ascii(trans, loops, sub_bytes, g, i, known):
         return g, False
     if b < 128:
         g2 = trans[g, b]
-        if expanded[g2] and _ascii_cover(sub_bytes, i, loops, g2) and (g2 == known or _dies_past_ascii(trans, g2)):
+        if expanded[g2] and _covers_past_ascii(trans, loops, sub_bytes, g2, i, known):
             return g2, True
     return -1, False
 
@@ -348,7 +355,7 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 if _loops_cover(sub_bytes, i, loops, g):
                     i = _accept_siblings(ordered, sub_start, skip, jumps, families[:1], loops, g, i)
                     continue
-                if tails_on and _ascii_cover(sub_bytes, i, loops, g) and (g == ascii_g or _dies_past_ascii(trans, g)):
+                if tails_on and _covers_past_ascii(trans, loops, sub_bytes, g, i, ascii_g):
                     ascii_g = g
                     i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                     continue
