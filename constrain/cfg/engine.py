@@ -161,6 +161,14 @@ def _ascii_cover(sub_bytes, i, loops, g):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _word_bytes_only(sub_bytes, i):  # pragma: no cover - numba
+    """Whether every byte in trie node ``i``'s subtree is an ASCII word byte ``[0-9A-Za-z_]``: then
+    a terminal ending at ``i`` on a word byte can start nothing below it (the next block's word
+    twin dies on every word byte), and the walks skip the parser step there."""
+    return (sub_bytes[i, 0] & ~_WORD_0) == 0 and (sub_bytes[i, 1] & ~_WORD_1) == 0 and sub_bytes[i, 3] == 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _dies_past_ascii(trans, g):  # pragma: no cover - numba
     """Whether state ``g`` reads no non-ASCII byte."""
     for b in range(128, 256):
@@ -442,6 +450,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 m += 1
                 if m == LINEAR_DEDUP + 1:
                     stamp = _start_table(seen, pos, cfg_c, cfg_g, d + 1, m)
+            if junction[b] != 0 and _word_bytes_only(sub_bytes, i):
+                continue  # (a terminal ending here on a word byte starts nothing below: ``_word_bytes_only``)
             for a in range(acc_ptr[g2], acc_ptr[g2 + 1]):
                 t = acc_terms[a]
                 for pass_ in range(2):
