@@ -43,6 +43,10 @@ def warmup() -> float:
     root = g.parser.root
     g._roots_into(words, np.zeros(1, dtype=np.int32), np.full(1, root, dtype=np.int32),
                   np.full(1, g._start(root), dtype=np.int32))
+    # two readings of one text joined into one parser context (``FastEarley.union``, ``_merged``):
+    # "a" ends both terminals here, so after it two contexts share a lexer state
+    g_two = compile_grammar(Grammar.from_lark('start: A "+" | B "+" "+"\nA: "a"\nB: /a+/\n'), tiny, cache=False)
+    g_two.matcher().advance(0)
     # a string body's mask from its loop frontier (``engine._loop_frontier``, ``_frontier_mask``)
     quoted = TokenizerIndex.from_token_bytes([b'"', b"a", b"ab", b'a"', None], eos_token_ids=[4])
     g_str = compile_grammar(Grammar.from_lark('start: /"[ab]*"/\n'), quoted, cache=False)

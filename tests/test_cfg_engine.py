@@ -961,13 +961,29 @@ def test_pathological_ambiguity_hits_the_documented_limit():
     with pytest.raises(GrammarError, match=msg) as ei:
         compiled.matcher().fill_bitmask(np.zeros((1, 2), dtype=np.int32))
     assert "too ambiguous" in str(ei.value)
-    # the Python stepping path (advance, accepts_text) has the same limit instead of exploding
+    # stepping joins the contexts of one lexer state (``_merged``): after a^n, Fibonacci(n) readings
+    # wait for their own closing strings, yet a state holds a few configurations and the stepping
+    # path (advance, accepts_text) stays exact, checked against a direct reading of the grammar
     m = compiled.matcher()
-    with pytest.raises(GrammarError, match=msg):
-        for _ in range(40):
-            m.advance(0)
-    with pytest.raises(GrammarError, match="too ambiguous"):
-        compiled.accepts_text("a" * 60 + "x" * 60)
+    for _ in range(40):
+        m.advance(0)
+    assert len(compiled._configs[m._states[-1]]) <= 4
+
+    @lru_cache(maxsize=None)
+    def closes(n: int, tail: str) -> bool:  # p -> a p x | aa p y | <empty>, after a^n: can tail close it?
+        if n == 0:
+            return tail == ""
+        return (tail.endswith("x") and closes(n - 1, tail[:-1])) or (n >= 2 and tail.endswith("y") and closes(n - 2, tail[:-1]))
+
+    rng = random.Random(5)
+    accepted = 0
+    for n in [0, 1, 2, 3, 7, 20, 45, 60]:
+        tails = ["x" * n, "y" * (n // 2) + "x" * (n % 2)] + ["".join(rng.choice("xy") for _ in range(rng.randint(0, n))) for _ in range(6)]
+        for tail in tails:
+            expected = closes(n, tail)
+            assert compiled.accepts_text("a" * n + tail) == expected, (n, tail)
+            accepted += expected
+    assert accepted >= 16
     assert time.perf_counter() - t0 < 30
 
 
@@ -998,6 +1014,36 @@ def test_sql_dash_runs_keep_few_parses(real_vocab):
         m.advance(t)
     words = _mask(m, index)  # (raised GrammarError "too ambiguous" before)
     assert _bit(words, dashes) and compiled.step(m._states[-1], dashes) != -1
+
+
+def test_sql_comment_or_minus_readings_are_joined_not_multiplied(real_vocab):
+    """"a--b" in sql_select is a comment or "a - -b", and keywords are not excluded from names: long
+    sampled sentences keep both readings alive for many tokens, each in a parser context of its own.
+    Their configurations doubled at every such point until a walk passed ``MAX_CONFIGS`` (a
+    ``GrammarError`` on a valid sentence); stepping now joins the contexts of one lexer state
+    (``_merged``), exactly: the sentences are accepted through Llama 3's own tokens, each token in
+    its mask, and sentences and their mutants are accepted exactly when Lark's Earley accepts them."""
+    from constrain.grammars import load
+
+    _, cfg, oracle = _source("bundled:sql_select.lark")
+    tok, index = real_vocab("llama3")
+    compiled = constrain.compile(load("sql_select"), index, cache=False)
+    rng = random.Random(1)
+    sentences = [sample(cfg, rng, max_depth=8, max_terminals=60) for _ in range(12)]
+    widest = 0
+    for text in sentences:
+        m = compiled.matcher()
+        for t in tok.encode(text, add_special_tokens=False):
+            assert _bit(_mask(m, index), t), text
+            m.advance(t)
+            widest = max(widest, len(compiled._configs[m._states[-1]]))
+        assert m.is_accepting(), text
+    assert widest <= 16
+    alphabet = "".join(sorted(set("".join(sentences))))
+    texts = sentences[:4] + [_mutate(rng, rng.choice(sentences), alphabet) for _ in range(16)]
+    assert sum(lark_accepts(oracle, t) for t in texts) >= 4
+    for text in texts:
+        assert compiled.accepts_text(text) == lark_accepts(oracle, text), text
 
 
 def test_big_configuration_sets_give_brute_force_masks():

@@ -67,6 +67,7 @@ SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes 
 # ... unless the walks take ASCII tails: then none does (``CFGCompiledGrammar.__init__``)
 NEVER_SPLIT = 1 << 62
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
+MERGE_CONFIGS_PAST = 16  # stepping joins a set's contexts per lexer state after every byte past this size (else at the token's end)
 MASK_ROW_BLOCK = 256  # the most masks allocated together (``_MaskRows``): a block of 1.5 MB on SmolLM2, 4 MB on Llama 3
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
 DEDUP_SLOTS = 4096  # the hash table's size (a power of two, > 2 * MAX_CONFIGS)
@@ -1508,6 +1509,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._near_misses = 0
         self._near_found = False
         self._steps: dict[tuple[int, int], int] = {}
+        self._unions: dict[tuple[int, int], int] = {}  # (context, context) -> their union (``_merged``)
         self._finished_entry: MaskEntry | None = None
         self._event_buffers: tuple[np.ndarray, np.ndarray] | None = None  # the lexer walk's event lists
         self._buffers: _WalkBuffers | None = None  # the parser walks' working arrays
@@ -1630,11 +1632,45 @@ class CFGCompiledGrammar(CompiledGrammar):
                             nxt.add((c2, start(c2) + twin))
             if not nxt:
                 return -1
+            if len(nxt) > MERGE_CONFIGS_PAST:
+                nxt = self._merged(nxt)
             if len(nxt) > MAX_CONFIGS:  # the same limit as the walk: stepping must not explode either
                 raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; "
                                    "the grammar is too ambiguous")
             cur = nxt
-        return self._intern(frozenset(cur))
+        return self._intern(frozenset(self._merged(cur) if len(cur) > 1 else cur))
+
+    def _merged(self, configs) -> set:
+        """``configs`` with the contexts that share a lexer state joined into one context
+        (``FastEarley.union``, exact: they are read from the same point of the text on). Lexical
+        ambiguity that the parser never resolves (sql_select's ``a--b``: a comment, or ``a - -b``)
+        made every such point double the contexts of a state; joined, a state holds at most one
+        context per lexer state, beside the root (never joined)."""
+        by_state: dict[int, list[int]] = {}
+        for c, g in configs:
+            by_state.setdefault(g, []).append(c)
+        if len(by_state) == len(configs):
+            return set(configs)
+        root = self.parser.root
+        out = set()
+        for g, contexts in by_state.items():
+            if root in contexts:
+                out.add((root, g))
+            joined = -1
+            for c in sorted(contexts):
+                if c != root:
+                    joined = c if joined < 0 else self._union(joined, c)
+            if joined >= 0:
+                out.add((joined, g))
+        return out
+
+    def _union(self, c1: int, c2: int) -> int:
+        key = (c1, c2)
+        got = self._unions.get(key)
+        if got is None:
+            got = self._unions[key] = self.parser.union(c1, c2)
+            self._start(got)
+        return got
 
     def step(self, config_id: int, token_id: int) -> int:
         key = (config_id, token_id)

@@ -151,6 +151,91 @@ def _sort_keys(a, m):  # pragma: no cover - numba
 
 
 @no_refcounts()
+def _intern_context(kbuf, n_k, ntbits, acc, G, S, X):  # pragma: no cover - numba
+    """The context whose kernel is the (item, origin) keys ``kbuf[:n_k]`` (sorted here), whose
+    predicted nonterminals are the bitset ``ntbits`` (closed) and which accepts when ``acc``: found
+    by its hash, or stored as a new one; or ``NEED_GROW``."""
+    (item_kind, item_arg, item_lhs, nullable, pred_closure, first_terms,
+     by_term_ptr, by_term_items, waiters_ptr, waiters_items, info) = G
+    (ctx_klo, ctx_khi, k_item, k_orig, ctx_pid, ctx_acc, ctx_tset, ctx_hash, ctx_slots,
+     pid_bits, pid_terms, pid_hash, pid_slots, tset_bits, tset_hash, tset_slots, tset_start,
+     ctx_start, ctx_next, counters) = S
+    tbits = X[5]
+    n_ctx = counters[N_CTX]
+    if n_ctx >= ctx_klo.shape[0] or 2 * (n_ctx + 1) > ctx_slots.shape[0]:
+        return NEED_GROW
+    # prediction set and expected terminals
+    pid2, created = _find_or_add_bits(pid_bits, pid_hash, pid_slots, counters, N_PID, ntbits)
+    if pid2 < 0:
+        return NEED_GROW
+    if created:  # terminals its predicted items expect, once per prediction set
+        for w in range(ntbits.shape[0]):
+            word = ntbits[w]
+            for bit in range(64):
+                if (word >> np.uint64(bit)) & np.uint64(1):
+                    a = w * 64 + bit
+                    for v in range(tbits.shape[0]):
+                        pid_terms[pid2, v] |= first_terms[a, v]
+    for v in range(tbits.shape[0]):
+        tbits[v] = pid_terms[pid2, v]
+    for j in range(n_k):
+        it = np.int32(kbuf[j] >> 32)
+        if item_kind[it] == KIND_T:
+            tt = item_arg[it]
+            tbits[tt >> 6] |= np.uint64(1) << np.uint64(tt & 63)
+    tid, _ = _find_or_add_bits(tset_bits, tset_hash, tset_slots, counters, N_TSET, tbits)
+    if tid < 0:
+        return NEED_GROW
+    # the context itself, its kernel sorted in place
+    _sort_keys(kbuf, n_k)
+    h = np.int64(14695981039346656037 - (1 << 64))
+    for j in range(n_k):
+        h = _mix(h, kbuf[j])
+    h = _mix(h, np.int64(pid2) * 2 + (1 if acc else 0))
+    cmask = ctx_slots.shape[0] - 1
+    s = _slot_of(h, cmask)
+    while True:
+        j = ctx_slots[s]
+        if j < 0:
+            break
+        if ctx_hash[j] == h and ctx_pid[j] == pid2 and ctx_acc[j] == acc and ctx_khi[j] - ctx_klo[j] == n_k:
+            same = True
+            base = ctx_klo[j]
+            for q in range(n_k):
+                if ((np.int64(k_item[base + q]) << 32) | np.int64(k_orig[base + q])) != kbuf[q]:
+                    same = False
+                    break
+            if same:
+                return j
+        s = (s + 1) & cmask
+    nk_total = counters[N_K]
+    if nk_total + n_k > k_item.shape[0]:
+        return NEED_GROW
+    for q in range(n_k):
+        k_item[nk_total + q] = np.int32(kbuf[q] >> 32)
+        k_orig[nk_total + q] = np.int32(kbuf[q] & 0xFFFFFFFF)
+    new = n_ctx
+    ctx_klo[new] = nk_total
+    ctx_khi[new] = nk_total + n_k
+    ctx_pid[new] = pid2
+    ctx_acc[new] = acc
+    ctx_tset[new] = tid
+    ctx_hash[new] = h
+    ctx_slots[s] = new
+    ctx_start[new] = tset_start[tid]
+    for v in range(ctx_next.shape[1]):
+        ctx_next[new, v] = NO_CONTEXT
+    for w in range(tbits.shape[0]):
+        word = tbits[w]
+        for bit in range(64):
+            if (word >> np.uint64(bit)) & np.uint64(1):
+                ctx_next[new, w * 64 + bit] = UNKNOWN
+    counters[N_K] = nk_total + n_k
+    counters[N_CTX] = n_ctx + 1
+    return new
+
+
+@no_refcounts()
 def advance(c, t, G, S, X):  # pragma: no cover - numba
     """The context after terminal ``t`` in context ``c`` (which must expect ``t``); or
     ``NEED_GROW`` (grow the store, call again) or ``TOO_AMBIGUOUS``. Memoises ``ctx_next``."""
@@ -251,77 +336,49 @@ def advance(c, t, G, S, X):  # pragma: no cover - numba
         return NEED_GROW
     if overflow != 0:
         return TOO_AMBIGUOUS
-    # prediction set and expected terminals
-    pid2, created = _find_or_add_bits(pid_bits, pid_hash, pid_slots, counters, N_PID, ntbits)
-    if pid2 < 0:
-        return NEED_GROW
-    if created:  # terminals its predicted items expect, once per prediction set
-        for w in range(ntbits.shape[0]):
-            word = ntbits[w]
-            for bit in range(64):
-                if (word >> np.uint64(bit)) & np.uint64(1):
-                    a = w * 64 + bit
-                    for v in range(tbits.shape[0]):
-                        pid_terms[pid2, v] |= first_terms[a, v]
-    for v in range(tbits.shape[0]):
-        tbits[v] = pid_terms[pid2, v]
-    for j in range(n_k):
-        it = np.int32(kbuf[j] >> 32)
-        if item_kind[it] == KIND_T:
-            tt = item_arg[it]
-            tbits[tt >> 6] |= np.uint64(1) << np.uint64(tt & 63)
-    tid, _ = _find_or_add_bits(tset_bits, tset_hash, tset_slots, counters, N_TSET, tbits)
-    if tid < 0:
-        return NEED_GROW
-    # the context itself, its kernel sorted in place
-    _sort_keys(kbuf, n_k)
-    h = np.int64(14695981039346656037 - (1 << 64))
-    for j in range(n_k):
-        h = _mix(h, kbuf[j])
-    h = _mix(h, np.int64(pid2) * 2 + (1 if acc else 0))
-    cmask = ctx_slots.shape[0] - 1
-    s = _slot_of(h, cmask)
-    while True:
-        j = ctx_slots[s]
-        if j < 0:
-            break
-        if ctx_hash[j] == h and ctx_pid[j] == pid2 and ctx_acc[j] == acc and ctx_khi[j] - ctx_klo[j] == n_k:
-            same = True
-            base = ctx_klo[j]
-            for q in range(n_k):
-                if ((np.int64(k_item[base + q]) << 32) | np.int64(k_orig[base + q])) != kbuf[q]:
-                    same = False
-                    break
-            if same:
-                ctx_next[c, t] = j
-                return j
-        s = (s + 1) & cmask
-    nk_total = counters[N_K]
-    if nk_total + n_k > k_item.shape[0]:
-        return NEED_GROW
-    for q in range(n_k):
-        k_item[nk_total + q] = np.int32(kbuf[q] >> 32)
-        k_orig[nk_total + q] = np.int32(kbuf[q] & 0xFFFFFFFF)
-    new = n_ctx
-    ctx_klo[new] = nk_total
-    ctx_khi[new] = nk_total + n_k
-    ctx_pid[new] = pid2
-    ctx_acc[new] = acc
-    ctx_tset[new] = tid
-    ctx_hash[new] = h
-    ctx_slots[s] = new
-    ctx_start[new] = tset_start[tid]
-    for v in range(ctx_next.shape[1]):
-        ctx_next[new, v] = NO_CONTEXT
-    for w in range(tbits.shape[0]):
-        word = tbits[w]
-        for bit in range(64):
-            if (word >> np.uint64(bit)) & np.uint64(1):
-                ctx_next[new, w * 64 + bit] = UNKNOWN
-    counters[N_K] = nk_total + n_k
-    counters[N_CTX] = n_ctx + 1
-    ctx_next[c, t] = new
+    new = _intern_context(kbuf, n_k, ntbits, acc, G, S, X)
+    if new >= 0:
+        ctx_next[c, t] = new
     return new
+
+
+@no_refcounts()
+def union(c1, c2, G, S, X):  # pragma: no cover - numba
+    """The context holding the items of both contexts ``c1`` and ``c2``: their kernels merged, their
+    prediction sets joined, accepting where either does; or ``NEED_GROW`` or ``TOO_AMBIGUOUS``.
+
+    Exact when both are read from the same point of the text on (two configurations of one
+    configuration set): a continuation parses from the union exactly when it parses from one of
+    them. Earley's operations act on items one by one, and a derivation that crosses over (completes
+    a nonterminal predicted for ``c1``'s items, then advances an item of ``c2`` waiting for it) is
+    one of ``c2``'s own, since ``c2`` predicts every nonterminal one of its items waits for and the
+    text from here on is common. Items predicted in the union have the union as their origin, so
+    neither context may be the root, whose own start items signal acceptance (``advance``)."""
+    (ctx_klo, ctx_khi, k_item, k_orig, ctx_pid, ctx_acc, ctx_tset, ctx_hash, ctx_slots,
+     pid_bits, pid_terms, pid_hash, pid_slots, tset_bits, tset_hash, tset_slots, tset_start,
+     ctx_start, ctx_next, counters) = S
+    kbuf = X[3]
+    ntbits = X[4]
+    a, a_end, b, b_end = ctx_klo[c1], ctx_khi[c1], ctx_klo[c2], ctx_khi[c2]
+    if (a_end - a) + (b_end - b) > kbuf.shape[0]:
+        return TOO_AMBIGUOUS
+    n_k = 0  # (both kernels are stored sorted: merged in order, repeats once)
+    while a < a_end or b < b_end:
+        ka = (np.int64(k_item[a]) << 32) | np.int64(k_orig[a]) if a < a_end else np.int64(-1)
+        kb = (np.int64(k_item[b]) << 32) | np.int64(k_orig[b]) if b < b_end else np.int64(-1)
+        if kb < 0 or (ka >= 0 and ka <= kb):
+            kbuf[n_k] = ka
+            a += 1
+            if ka == kb:
+                b += 1
+        else:
+            kbuf[n_k] = kb
+            b += 1
+        n_k += 1
+    p1, p2 = ctx_pid[c1], ctx_pid[c2]
+    for w in range(ntbits.shape[0]):
+        ntbits[w] = pid_bits[p1, w] | pid_bits[p2, w]
+    return _intern_context(kbuf, n_k, ntbits, ctx_acc[c1] or ctx_acc[c2], G, S, X)
 
 
 def _reach_closure(ptr: np.ndarray, targets: np.ndarray, words: int) -> np.ndarray:
@@ -518,6 +575,17 @@ class FastEarley:
                 self.grow()
         self.check(nxt)
         return nxt
+
+    def union(self, c1: int, c2: int) -> int:
+        """The union of contexts ``c1`` and ``c2`` (``union``: read from one point of the text)."""
+        assert c1 != self.root and c2 != self.root, "the root context is never merged"
+        while True:
+            got = int(union(np.int32(c1), np.int32(c2), self.G, self.S, self.X))
+            if got != NEED_GROW:
+                break
+            self.grow()
+        self.check(got)
+        return got
 
     def check(self, status: int) -> None:
         if status == TOO_AMBIGUOUS:
