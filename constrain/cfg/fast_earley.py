@@ -150,7 +150,7 @@ def _sort_keys(a, m):  # pragma: no cover - numba
         _sift_down(a, 0, end)
 
 
-@no_refcounts()
+@no_refcounts(inline="always")
 def _intern_context(kbuf, n_k, ntbits, acc, G, S, X):  # pragma: no cover - numba
     """The context whose kernel is the (item, origin) keys ``kbuf[:n_k]`` (sorted here), whose
     predicted nonterminals are the bitset ``ntbits`` (closed) and which accepts when ``acc``: found
