@@ -1640,17 +1640,17 @@ class CFGCompiledGrammar(CompiledGrammar):
             cur = nxt
         return self._intern(frozenset(self._merged(cur) if len(cur) > 1 else cur))
 
-    def _merged(self, configs) -> set:
+    def _merged(self, configs: set) -> set:
         """``configs`` with the contexts that share a lexer state joined into one context
         (``FastEarley.union``, exact: they are read from the same point of the text on). Lexical
         ambiguity that the parser never resolves (sql_select's ``a--b``: a comment, or ``a - -b``)
         made every such point double the contexts of a state; joined, a state holds at most one
         context per lexer state, beside the root (never joined)."""
+        if len({g for _, g in configs}) == len(configs):  # (the usual case: nothing to join)
+            return configs
         by_state: dict[int, list[int]] = {}
         for c, g in configs:
             by_state.setdefault(g, []).append(c)
-        if len(by_state) == len(configs):
-            return set(configs)
         root = self.parser.root
         out = set()
         for g, contexts in by_state.items():
