@@ -56,5 +56,7 @@ def _build(grammar: Grammar, index: TokenizerIndex) -> CompiledGrammar:
 
         # the terminals' automata are built here, not when a mask first reaches each (see
         # ``CFGCompiledGrammar``'s ``eager_terminals``; docs/architecture.md, "What session 34 measured")
-        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description)
+        # (a JSON Schema grammar has no unquoted names: ``_opens_words`` is not judged there)
+        return CFGCompiledGrammar(grammar._ast, index, description=grammar.description,
+                                  name_openers=grammar.dialect != "json-schema")
     raise ValueError(f"unknown grammar kind {grammar.kind!r}")

@@ -66,6 +66,9 @@ _WHOLE_TRIE = np.empty(0, dtype=np.int32)  # ``_walk_lexer``'s roots: none given
 SHARED_WALK_NODES = 4096  # a class whose combined walk visited more trie nodes takes the split walk next time
 # ... unless the walks take ASCII tails: then none does (``CFGCompiledGrammar.__init__``)
 NEVER_SPLIT = 1 << 62
+# a vocabulary whose `` word`` region (the trie below a space) holds more nodes than this sends the
+# classes that open it to the split walk at their first visit (``_opens_words``): Llama 3 127k, SmolLM2 70k
+WIDE_WORDS_NODES = 100_000
 MAX_CONFIGS = 1024  # per trie depth in the walk; past this the grammar is too ambiguous to track
 MERGE_CONFIGS_PAST = 16  # stepping joins a set's contexts per lexer state after every byte past this size (else at the token's end)
 MASK_ROW_BLOCK = 256  # the most masks allocated together (``_MaskRows``): a block of 1.5 MB on SmolLM2, 4 MB on Llama 3
@@ -159,6 +162,18 @@ def _ascii_cover(sub_bytes, i, loops, g):  # pragma: no cover - numba
     (its depth budget holding every token there, as ``_loops_cover``), and the rest non-ASCII."""
     return ((sub_bytes[i, 0] & ~(loops[g, 0] & _WORD_0)) == 0 and (sub_bytes[i, 1] & ~(loops[g, 1] & _WORD_1)) == 0
             and (sub_bytes[i, 2] & ~loops[g, 2]) == 0 and (sub_bytes[i, 3] & ~_NON_ASCII) == 0)
+
+
+def _space_region(trie) -> int:
+    """Trie nodes below the one-byte prefix " " (0 without one): how big the `` word`` region is.
+    Kept per vocabulary (a scan of the node arrays in every compile left the first masks on cold
+    caches)."""
+    return _kept(trie_nodes(trie), "_space_region", _count_space_region)
+
+
+def _count_space_region(nodes) -> int:
+    top = np.flatnonzero((nodes.depth == 0) & (nodes.byte == 0x20))
+    return int(nodes.below[top[0]]) if len(top) else 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -1458,10 +1473,11 @@ class _MaskRows:
 
 class CFGCompiledGrammar(CompiledGrammar):
     def __init__(self, cfg: CFG, index: TokenizerIndex, description: str = "grammar",
-                 eager_terminals: bool = True, chains: bool = True) -> None:
+                 eager_terminals: bool = True, chains: bool = True, name_openers: bool = True) -> None:
         """``eager_terminals``: build the terminals' automata now (compile time,
         ``LexerBlocks.build_components``) instead of when a lexer block first needs each (inside a
-        mask, which then waits for it). ``chains``: see ``LexerBlocks``."""
+        mask, which then waits for it). ``chains``: see ``LexerBlocks``. ``name_openers``: whether
+        ``_opens_words`` is judged (False for JSON Schema grammars, which have no unquoted names)."""
         self.cfg = cfg
         self.index = index
         self.description = description
@@ -1486,6 +1502,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         # lexer state class (or (class, a boundary's roots as bytes): ``_nested_part``) -> (inside bits, boundary)
         self._lexer_parts: dict[int | tuple[int, bytes], tuple] = {}
         self._dense: set[int] = set()  # lexer state classes whose boundaries take the combined walk
+        self._word_openers: dict[int, bool] = {}  # lexer state -> ``_opens_words``
         self._shared: set[int] = set()  # lexer state classes whose masks take the split walk
         # a class whose combined walk visited more trie nodes than this takes the split walk from
         # then on (its lexer part is then shared by every context); negative: always the split walk
@@ -1535,6 +1552,10 @@ class CFGCompiledGrammar(CompiledGrammar):
             # alone cost about what a combined walk does (A/B: mean 103 -> 92 us a mask without the
             # split walk; grammars without tails keep it: arithmetic.gbnf 81 against 112 us)
             self.shared_walk_nodes = NEVER_SPLIT
+        # word-region openers split from their first visit (``_opens_words``): only where the
+        # vocabulary's `` word`` region is wide, and not for JSON Schema grammars (no unquoted names)
+        self._wide_words = (name_openers and self.shared_walk_nodes < NEVER_SPLIT
+                            and _space_region(index.trie) > WIDE_WORDS_NODES)
         root = self.parser.root
         self.start_config = self._intern(frozenset({(root, self._start(root))}))
 
@@ -1730,14 +1751,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         buffers = self._buffers or self._walk_buffers(self.index.trie)
-        if not self._shared and self.shared_walk_nodes >= 0:  # no class takes the split walk (yet): all combined
+        early = 0 <= self.shared_walk_nodes < NEVER_SPLIT and self._wide_words  # (``_opens_words``)
+        if not self._shared and self.shared_walk_nodes >= 0 and not (early and any(self._opens_words(c, g) for c, g in configs)):
             return self._combined_mask_of(configs, buffers, words, False)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
         for c, g in configs:
             cls = int(classes[g])
-            if cls in self._dense or (cls not in self._shared and self.shared_walk_nodes >= 0):
+            if cls in self._dense or (cls not in self._shared and self.shared_walk_nodes >= 0
+                                      and not (early and self._opens_words(c, g))):
                 dense.append((c, g))  # (a dense class's lexer part would be walked again by the combined walk)
                 continue
             split_accepting = split_accepting or self._accepting_config(c, g)
@@ -1754,6 +1777,34 @@ class CFGCompiledGrammar(CompiledGrammar):
             buffers.ordered[:] = 0  # (no subtree accepted whole)
             return self._kernels.run(_finish_mask_with, self._walk_args(), split_accepting, words)
         return self._combined_mask_of(dense, buffers, words, split_accepting)
+
+    def _opens_words(self, c: int, g: int) -> bool:
+        """Whether state ``g`` loops on a space and a terminal ending at ``g`` leads (in context ``c``)
+        to a block that takes every lowercase (or every uppercase) ASCII letter, a name: its combined
+        walk would read the whole `` word`` region of the vocabulary (arithmetic.gbnf after ``(`` or
+        ``=``), so its class takes the split walk from its first visit on, whose part below the
+        whitespace every context shares. (A block that takes a few letters, JSON's ``true``,
+        ``false`` and ``null``, kills most of that region at its second byte: not one.) Judged once
+        per state, when its row exists (a state not expanded yet is no opener this time): the
+        judgement must cost next to nothing on grammars that have none."""
+        hit = self._word_openers.get(g)
+        if hit is not None:
+            return hit
+        lexers = self.lexers
+        if not lexers._expanded[g]:
+            return False
+        hit = False
+        if (int(lexers._loops[g, 0]) >> 0x20) & 1:  # (a loop bit on the space)
+            terminals = self.parser.terminals(c)
+            for t in lexers.accepted(g):
+                c2 = c if t in self.cfg.ignore else (self._child(c, t) if t in terminals else NO_CONTEXT)
+                if c2 != NO_CONTEXT:
+                    row = lexers.row(self._start(c2))
+                    if (row[0x41:0x5B] >= 0).all() or (row[0x61:0x7B] >= 0).all():
+                        hit = True
+                        break
+        self._word_openers[g] = hit
+        return hit
 
     def _combined_mask_of(self, dense, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> tuple[int, int]:
         """``_combined_walk`` of configurations ``dense``: (allowed count, single token); a big walk
