@@ -1751,8 +1751,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
         buffers = self._buffers or self._walk_buffers(self.index.trie)
-        early = 0 <= self.shared_walk_nodes < NEVER_SPLIT and self._wide_words  # (``_opens_words``)
-        if not self._shared and self.shared_walk_nodes >= 0 and not (early and any(self._opens_words(c, g) for c, g in configs)):
+        early = 0 <= self.shared_walk_nodes < NEVER_SPLIT and self._wide_words  # (``_opens_words``, in the loop)
+        if not self._shared and self.shared_walk_nodes >= 0 and not early:  # no class takes the split walk (yet)
             return self._combined_mask_of(configs, buffers, words, False)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
