@@ -64,7 +64,7 @@ def warmup() -> float:
     # a walk's stores set again after they grew (``engine._walk_args``)
     from constrain.cfg.walk_args import set_tables
 
-    set_tables(g._walk_args(), g.lexers.lx, g.parser.S, g.parser.X)
+    set_tables(g._walk_args(), g.lexers.lx, g.parser.S, g.parser.X, g._judged_states())
     from constrain.json_schema.numbers import integer_every_spelling
     from constrain.json_schema.strings import keep_ascii_spellings
 

@@ -202,11 +202,11 @@ def test_whole_subtree_acceptance_changes_no_mask(real_vocab, key):
     _assert_same_masks(fast, slow, tok, index, key, _seed(key) + 11)
 
 
-def _assert_same_masks(a, b, tok, index, key: str, seed: int) -> None:
-    """Grammars ``a`` and ``b`` give equal masks along the real encoding of a sampled sentence,
-    then a random walk of allowed tokens (4 more steps)."""
+def _assert_same_masks(a, b, tok, index, key: str, seed: int, cfg=None) -> None:
+    """Grammars ``a`` and ``b`` (of ``cfg``, else of grammar ``key``) give equal masks along the
+    real encoding of a sampled sentence, then a random walk of allowed tokens (4 more steps)."""
     rnd = random.Random(seed)
-    text = _sentences(_source(key)[1], seed + 1, 1, max_terminals=10)[0]
+    text = _sentences(cfg or _source(key)[1], seed + 1, 1, max_terminals=10)[0]
     ids = _token_ids(tok, index, text, rnd)
     ma, mb = a.matcher(), b.matcher()
     for k in range(len(ids) + 4):

@@ -514,6 +514,25 @@ def test_ascii_tails_hold_the_tokens_ascii_from_each_index(real_vocab, vocab):
     assert not bits[:, len(spelled):].any() if bits.shape[1] > len(spelled) else True
 
 
+@pytest.mark.parametrize("allowed", [b"abcdefghijklmnopqrstuvwxyz0123456789_", b"0123456789"])
+def test_byte_set_tails_hold_the_tokens_in_the_set_from_each_index(real_vocab, allowed):
+    """``byte_set_tails`` row ``d``: the tokens (in byte order) whose bytes from index ``d`` on all lie
+    in the set, for the first ``rows`` rows; checked on every token of Llama 3 at every row."""
+    from tokenizer_index.trie import byte_set_tails
+
+    _, index = real_vocab("llama3")
+    trie = index.trie
+    rows = byte_set_tails(trie, allowed, 20)
+    spelled = [bytes(trie.flat[trie.offsets[k]:trie.offsets[k + 1]]) for k in range(len(trie.ids))]
+    last = [max((j for j, b in enumerate(t) if b not in allowed), default=-1) for t in spelled]
+    assert rows.shape == (20, (len(spelled) + 31) // 32)
+    bits = np.unpackbits(rows.view(np.uint8), axis=1, bitorder="little")
+    want = np.asarray(last)[None, :] < np.arange(20)[:, None]
+    assert (bits[:, :len(spelled)].astype(bool) == want).all() and not bits[:, len(spelled):].any()
+    assert want[1].sum() > want[0].sum() > 100  # (some tokens in the set, more from index 1 on)
+    assert byte_set_tails(trie, allowed[::-1], 20) is rows  # (kept per set)
+
+
 def _children(nodes, p: int) -> list[int]:
     """Children of node ``p`` in order (``p = -1``: the root's), each at its elder sibling's ``skip``."""
     j, end = (0, len(nodes.byte)) if p < 0 else (int(nodes.down[p]), int(nodes.skip[p]))

@@ -340,23 +340,52 @@ def ascii_tails(trie: ByteTrie) -> np.ndarray:
     subtree holds accented words below most of its nodes, and each such node was stepped)."""
     got = trie.__dict__.get("_ascii_tails")
     if got is None:
-        n = len(trie.ids)
-        last = np.full(n, -1, dtype=np.int64)  # per token: the index of its last non-ASCII byte
-        where = np.flatnonzero(trie.flat >= 0x80)
-        if len(where):
-            owner = np.searchsorted(trie.offsets, where, side="right") - 1
-            np.maximum.at(last, owner, where - trie.offsets[owner])
-        rows = int(last.max()) + 2 if n else 1
-        got = np.zeros((rows, (n + 31) // 32), dtype=np.uint32)
-        order = np.argsort(last, kind="stable")  # row d holds row d - 1 and the tokens whose last is d - 1
-        ends = np.searchsorted(last[order], np.arange(-1, rows - 1), side="right")
-        row = np.zeros(got.shape[1], dtype=np.uint32)
-        done = 0
-        for d in range(rows):
-            _set_bits(row, order[done:ends[d]])
-            done = ends[d]
-            got[d] = row
-        trie.__dict__["_ascii_tails"] = got
+        got = trie.__dict__["_ascii_tails"] = _tails_table(trie, np.arange(256) >= 0x80, None)
+    return got
+
+
+def byte_set_tails(trie: ByteTrie, allowed: bytes, rows: int) -> np.ndarray:
+    """``uint32 [rows, ceil(N / 32)]``: row ``d`` is the bitmap, in the trie's byte order, of the
+    tokens whose bytes from index ``d`` on are all in ``allowed`` (as ``ascii_tails`` for another
+    byte set; only the first ``rows`` rows: the walks read it above that depth only). Built once
+    per set and kept on ``trie``. A walk in a lexer state that loops on ``allowed`` and where every
+    other byte below a node ends the token (``cfg.follow_tails``) allows exactly these tokens."""
+    cache = trie.__dict__.setdefault("_byte_set_tails", {})
+    key = (bytes(sorted(set(allowed))), rows)
+    got = cache.get(key)
+    if got is None:
+        outside = np.ones(256, dtype=np.bool_)
+        outside[list(key[0])] = False
+        got = cache[key] = _tails_table(trie, outside, rows)
+    return got
+
+
+@numba.njit(cache=True)
+def _last_outside(flat, offsets, outside):  # pragma: no cover - numba
+    """Per token, the index of its last byte that ``outside`` flags (-1: none)."""
+    n = offsets.shape[0] - 1
+    last = np.full(n, -1, dtype=np.int64)
+    for t in range(n):
+        for k in range(offsets[t + 1] - 1, offsets[t] - 1, -1):
+            if outside[flat[k]]:
+                last[t] = k - offsets[t]
+                break
+    return last
+
+
+def _tails_table(trie: ByteTrie, outside: np.ndarray, cap: int | None) -> np.ndarray:
+    """The tails rows of the bytes ``outside`` flags (bool [256]): row ``d`` holds the tokens with
+    no such byte at index ``d`` or later; all the rows needed (one past the last such index), or
+    ``cap`` of them."""
+    n = len(trie.ids)
+    last = _last_outside(trie.flat, trie.offsets, outside)
+    rows = cap if cap is not None else (int(last.max()) + 2 if n else 1)
+    n_words = (n + 31) // 32
+    got = np.zeros((rows, n_words), dtype=np.uint32)
+    inside = np.zeros(32 * n_words, dtype=np.bool_)
+    for d in range(rows):
+        np.less(last, d, out=inside[:n])
+        got[d] = np.packbits(inside, bitorder="little").view("<u4")
     return got
 
 

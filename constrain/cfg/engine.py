@@ -28,6 +28,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from constrain._jit import KernelEntries, no_refcounts
 from constrain.bitmask import bitmask_words
 from constrain.cfg.fast_earley import NEED_GROW, NO_CONTEXT, TOO_AMBIGUOUS, UNKNOWN, FastEarley, advance
+from constrain.cfg.follow_tails import follow_bytes, tail_at, tail_tables
 from constrain.cfg.ir import CFG
 from constrain.cfg.lexer import (ANY_DEPTH, FULL, LX_ACC_PTR, LX_ACC_TERMS, LX_EXPANDED, LX_LOOPS, LX_NO_WORD, LX_TRANS,
                                  NEED_ROOM, READY, WORD_BYTES, LexerBlocks, block_start, ensure_expanded,
@@ -217,15 +218,23 @@ def _ascii_run_state(trans, expanded, loops, sub_bytes, g, i, b, known):  # prag
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, n, d, i, b, known):  # pragma: no cover - numba
-    """``_ascii_run_state`` of the one configuration among the ``n`` at depth ``d`` alive on byte
-    ``b`` (the rest dead), or (-1, False) when there is no such one."""
+def _lone_alive(trans, cfg_g, n, d, b):  # pragma: no cover - numba
+    """The state of the one configuration among the ``n`` at depth ``d`` alive on byte ``b`` (the
+    rest dead), or -1 when there is no such one."""
     lone = -1
     for k in range(n):
         if trans[cfg_g[d, k], b] >= 0:
             if lone >= 0:
-                return -1, False
+                return -1
             lone = cfg_g[d, k]
+    return lone
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _lone_ascii_cover(trans, expanded, loops, sub_bytes, cfg_g, n, d, i, b, known):  # pragma: no cover - numba
+    """``_ascii_run_state`` of the one configuration among the ``n`` at depth ``d`` alive on byte
+    ``b`` (the rest dead), or (-1, False) when there is no such one."""
+    lone = _lone_alive(trans, cfg_g, n, d, b)
     if lone < 0:
         return -1, False
     return _ascii_run_state(trans, expanded, loops, sub_bytes, lone, i, b, known)
@@ -245,23 +254,26 @@ def _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, siblin
     if siblings and ((_ASCII_0 & ~loops[g, 0]) == 0 and (_ASCII_1 & ~loops[g, 1]) == 0
                      and (_ASCII_2 & ~loops[g, 2]) == 0):
         e = jumps[ASCII_JUMPS, i]
-    a = sub_start[i]
-    b = sub_start[e]
+    _set_run_of(ordered, sub_start[i], sub_start[e], tails[min(d, tails.shape[0] - 1)])
+    return e
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _set_run_of(ordered, a, b, row):  # pragma: no cover - numba
+    """Set the positions ``a:b`` of ``ordered`` that bitmap ``row`` holds (a tails row)."""
     if a >= b:
-        return e
-    row = tails[min(d, tails.shape[0] - 1)]
+        return
     wa = a >> 5
     wb = (b - 1) >> 5
     lo = np.uint32(0xFFFFFFFF) << np.uint32(a & 31)
     hi = np.uint32(0xFFFFFFFF) >> np.uint32(31 - ((b - 1) & 31))
     if wa == wb:
         ordered[wa] |= lo & hi & row[wa]
-        return e
+        return
     ordered[wa] |= lo & row[wa]
     for w in range(wa + 1, wb):
         ordered[w] |= row[w]
     ordered[wb] |= hi & row[wb]
-    return e
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -321,7 +333,7 @@ def _start_table(seen, pos, cfg_c, cfg_g, e, m):  # pragma: no cover - numba
 @no_refcounts(nogil=True)
 def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
               byte, depth, skip, down, token, cfg_c, cfg_g, cnt, pos, out_words, need, seen, junction,
-              single, jumps, families, tails):  # pragma: no cover
+              single, jumps, families, tails, follow, judged, tail_sets, tail_rows):  # pragma: no cover
     """Resumable walk. ``pos`` = [node index, nodes visited, last ``_start_table`` stamp]. Returns
     0 when done, 1 when Python must act first (``need``: grow the parser store, build a lexer; then call again: the
     walk resumes at the same node), 2 when a depth holds more than ``cfg_c.shape[1]``
@@ -348,6 +360,8 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
     i = pos[0]
     visited = pos[1]
     tails_on = tails.shape[0] > 0
+    follow_on = tail_rows.shape[0] > 0  # (``follow_tails``, as in ``_walk_lexer``: one configuration alone)
+    n_rows = tail_rows.shape[1]
     ascii_g = -1  # the last state found to die on every non-ASCII byte (``_accept_ascii``)
     while i < n:
         d = depth[i]
@@ -385,6 +399,13 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     ascii_g = g
                     i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                     continue
+                if follow_on and d + 1 < n_rows:
+                    k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes,
+                                     g, g2, i, d)
+                    if k >= 0:
+                        _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
+                        i = skip[i]
+                        continue
                 if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != down[i]:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
                     break
@@ -430,6 +451,15 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                 ascii_g = g
                 i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, False)
                 continue
+        elif follow_on and d + 1 < n_rows:  # (the same for follow tails)
+            g = _lone_alive(trans, cfg_g, cnt[d], d, b)
+            if g >= 0:
+                k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes, g,
+                                 trans[g, b], i, d)
+                if k >= 0:
+                    _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
+                    i = skip[i]
+                    continue
         if skip[i] == down[i]:
             # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
             # subtree): its token is allowed (some configuration's lexer survives the byte); what
@@ -581,7 +611,8 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
         done[0] = accepting
     status = _walk_cfg(lx, a.is_ignore, a.G, a.S, a.X, a.sub_bytes, a.sub_start, a.ordered, a.byte,
                        a.depth, a.skip, a.down, a.token, a.cfg_c, a.cfg_g, a.cnt, a.pos, words, a.need, a.seen,
-                       a.junction, a.single, a.jumps, a.families, a.tails)
+                       a.junction, a.single, a.jumps, a.families, a.tails, a.follow, a.judged, a.tail_sets,
+                       a.tail_rows)
     if status == 0:
         _finish_into_done(a, words)
     return status
@@ -625,7 +656,8 @@ def _walk_subtrees_of(a, roots, root_c, root_g, words):  # pragma: no cover - nu
 
 @numba.njit(cache=True, nogil=True)
 def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub_start, trie_ids, all_words, max_depth,
-                out_words, ev_node, ev_state, ended, jumps, tails):  # pragma: no cover
+                out_words, ev_node, ev_state, ended, jumps, tails, follow, judged, tail_sets,
+                tail_rows):  # pragma: no cover
     """Tokens that stay inside the lexer from ``start`` (context-independent), and the trie nodes
     where a terminal may end (events: the only places the parser is ever consulted). ``roots``:
     the subtrees walked, each read from ``start`` (a boundary's roots, ``_nested_part``); empty:
@@ -637,6 +669,11 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
     (``trie_ids[sub_start[i]:sub_start[skip[i]]]``), set as a bit range in a byte-order bitmap and
     mapped to token ids once at the end. Events inside it are not listed: every token a boundary
     there could allow lies in the subtree, allowed already.
+
+    Where the state loops on some bytes of a subtree, dies on the others, and none of them may
+    begin what follows a terminal it accepts, no boundary lies below either: its tokens of loop
+    bytes are taken from a tails table, without stepping (``follow_tails``; ``tail_rows`` empty:
+    never, ``judged`` the states' judgements, made here at first sight).
 
     Returns the number of events, or minus an ``ensure_expanded`` status (the caller serves it
     and walks again: the states expanded so far stay)."""
@@ -650,6 +687,8 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
     n_ev = 0
     n_roots = roots.shape[0]
     tails_on = tails.shape[0] > 0
+    follow_on = tail_rows.shape[0] > 0
+    n_rows = tail_rows.shape[1]
     ascii_g = -1  # (as in ``_walk_cfg``)
     for r in range(max(n_roots, 1)):  # (no roots: one range, the whole trie)
         i = roots[r] if n_roots else 0
@@ -677,6 +716,13 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
                     continue
                 if byte[i] < 128 and expanded[g2] and _loops_cover(sub_bytes, i, loops, g2):
                     i = _accept_subtree(ordered, sub_start, skip, i)
+                    continue
+            elif follow_on and d + 1 < n_rows:
+                k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes, g, g2,
+                                 i, d)
+                if k >= 0:
+                    _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
+                    i = skip[i]
                     continue
             g = g2
             stack[d + 1] = g
@@ -1556,6 +1602,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         # vocabulary's `` word`` region is wide, and not for JSON Schema grammars (no unquoted names)
         self._wide_words = (name_openers and self.shared_walk_nodes < NEVER_SPLIT
                             and _space_region(index.trie) > WIDE_WORDS_NODES)
+        # follow tails in the lexer parts (``follow_tails``): where ASCII tails are off, not for
+        # JSON Schema grammars. The FOLLOW bytes per terminal (~40-80 us) and the tables (once per
+        # vocabulary, ~6 ms on Llama 3) are made here: not inside a mask
+        if name_openers and not len(self._tails):
+            self._follow = follow_bytes(cfg)
+            self._tail_sets, self._tail_rows = tail_tables(index.trie)
+        else:
+            self._follow = np.zeros((1, 4), dtype=np.uint64)
+            self._tail_sets, self._tail_rows = np.zeros((0, 2), dtype=np.uint64), np.zeros((0, 1, 1), dtype=np.uint32)
+        self._tail_judged = np.zeros((0, 3), dtype=np.uint64)  # per lexer state (``follow_tails.judge``)
         root = self.parser.root
         self.start_config = self._intern(frozenset({(root, self._start(root))}))
 
@@ -2090,12 +2146,12 @@ class CFGCompiledGrammar(CompiledGrammar):
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
                 self._junction, buffers.single, buffers.unset, sibling_jumps(nodes, JUMP_TABLE), JUMP_FAMILIES,
-                self._tails)
+                self._tails, self._follow, self._judged_states(), self._tail_sets, self._tail_rows)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:
                 return args
-            set_tables(args, lx, p.S, p.X)
+            set_tables(args, lx, p.S, p.X, self._judged_states())
         self._args_tables = (lx, p.S, p.X)
         return args
 
@@ -2122,7 +2178,8 @@ class CFGCompiledGrammar(CompiledGrammar):
             n_ev = _walk_lexer(self.lexers.lx, np.int32(g), below, nodes.byte, nodes.depth, nodes.skip, nodes.down,
                                nodes.token,
                                sub_bytes, nodes.token_start, trie.ids, id_words(trie, len(inside)), trie.max_len,
-                               inside, ev_node, ev_state, ended, sibling_jumps(nodes, JUMP_TABLE), self._tails)
+                               inside, ev_node, ev_state, ended, sibling_jumps(nodes, JUMP_TABLE), self._tails,
+                               self._follow, self._judged_states(), self._tail_sets, self._tail_rows)
             if n_ev >= 0:
                 break
             self.lexers.serve(-n_ev)  # then walk again (what was expanded stays)
@@ -2139,6 +2196,16 @@ class CFGCompiledGrammar(CompiledGrammar):
         hit = (inside, boundary)
         self._lexer_parts[key] = hit
         return hit
+
+    def _judged_states(self) -> np.ndarray:
+        """``follow_tails.judge``'s judgements, one row per lexer state the store has room for
+        (grown with it; a new row is unjudged)."""
+        n = len(self.lexers._expanded)
+        if len(self._tail_judged) < n:
+            grown = np.zeros((n, 3), dtype=np.uint64)
+            grown[:len(self._tail_judged)] = self._tail_judged
+            self._tail_judged = grown
+        return self._tail_judged
 
     def _finished_mask(self) -> MaskEntry:
         if self._finished_entry is None:

@@ -97,15 +97,13 @@ def min_heights(cfg: CFG) -> tuple[dict[int, int], list[int | None]]:
     return height, rule_h
 
 
-def sample(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int = 60,
-           ignore_prob: float = 0.15, extra: int = 3) -> str:
-    """A random sentence of ``cfg`` (see the module docstring)."""
+def sample_terminals(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int = 60) -> list[int]:
+    """The terminals of a random derivation of ``cfg``'s start symbol (what ``sample`` spells):
+    random rules down to ``max_depth`` or ``max_terminals``, the shallowest ones after that."""
     height, rule_h = min_heights(cfg)
     if cfg.start not in height:
         raise ValueError("the grammar's start symbol derives no sentence")
     by_lhs = cfg.by_lhs
-    void = _Memo()
-    ignore = sorted(cfg.ignore)
     terminals: list[int] = []
     stack: list[tuple[int, int]] = [(~cfg.start, 0)]  # (symbol, depth)
     while stack:
@@ -121,6 +119,15 @@ def sample(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int
         r = rng.choice(options)
         for s in reversed(cfg.rules[r][1]):
             stack.append((s, depth + 1))
+    return terminals
+
+
+def sample(cfg: CFG, rng: random.Random, max_depth: int = 12, max_terminals: int = 60,
+           ignore_prob: float = 0.15, extra: int = 3) -> str:
+    """A random sentence of ``cfg`` (see the module docstring)."""
+    terminals = sample_terminals(cfg, rng, max_depth, max_terminals)
+    void = _Memo()
+    ignore = sorted(cfg.ignore)
     pieces: list[str] = []
 
     def maybe_ignore() -> None:

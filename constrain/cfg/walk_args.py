@@ -17,7 +17,8 @@ from numba.experimental import structref
 FIELDS = ("lx", "G", "S", "X", "is_ignore", "sub_bytes", "sub_start", "ordered", "byte", "depth", "skip", "down",
           "below", "token",
           "cfg_c", "cfg_g", "cnt", "pos", "need", "done", "trie_ids", "all_words", "dup_of", "dup_ids", "eos_ids",
-          "seen", "junction", "single", "unset", "jumps", "families", "tails")
+          "seen", "junction", "single", "unset", "jumps", "families", "tails", "follow", "judged", "tail_sets",
+          "tail_rows")
 
 
 @structref.register
@@ -36,17 +37,20 @@ structref.define_proxy(WalkArgs, WalkArgsType, list(FIELDS))
 @numba.njit(cache=True)
 def make_walk_args(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                    cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids,
-                   seen, junction, single, unset, jumps, families, tails):  # pragma: no cover
+                   seen, junction, single, unset, jumps, families, tails, follow, judged, tail_sets,
+                   tail_rows):  # pragma: no cover
     """(Compiled and cached, unlike the proxy's own constructor.)"""
     return WalkArgs(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                     cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids, seen,
-                    junction, single, unset, jumps, families, tails)
+                    junction, single, unset, jumps, families, tails, follow, judged, tail_sets, tail_rows)
 
 
 @numba.njit(cache=True)
-def set_tables(args, lx, S, X):  # pragma: no cover - numba
-    """After a store grew: the lexer store ``lx`` and the parser's context store ``S`` and scratch
-    ``X`` as they are now (the parser's static tables ``G`` never change)."""
+def set_tables(args, lx, S, X, judged):  # pragma: no cover - numba
+    """After a store grew: the lexer store ``lx`` (and the lexer states' judgements ``judged``,
+    grown with it) and the parser's context store ``S`` and scratch ``X`` as they are now (the
+    parser's static tables ``G`` never change)."""
     args.lx = lx
+    args.judged = judged
     args.S = S
     args.X = X
