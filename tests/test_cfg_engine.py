@@ -234,7 +234,8 @@ def test_ascii_tails_change_no_mask(real_vocab, key, vocab, monkeypatch):
     fast = CFGCompiledGrammar(_source(key)[1], index, description=key)
     slow = CFGCompiledGrammar(_source(key)[1], index, description=key)
     assert fast._tails.shape[0] > 1
-    slow._tails = np.zeros((0, 1), dtype=np.uint32)  # (before any walk reads it)
+    slow._tails = np.zeros((0, 1), dtype=np.uint32)
+    slow._args = None  # (the walks' handle, made with the grammar, holds the tables: made again)
     fast.shared_walk_nodes = slow.shared_walk_nodes = 10**12  # (every mask one combined walk: visits compare)
     visited = {id(fast): 0, id(slow): 0}
     combined_walk = CFGCompiledGrammar._combined_walk

@@ -82,6 +82,7 @@ def test_first_bytes_hold_the_first_byte_of_sampled_terminal_strings(key):
 def _without_follow_tails(compiled: CFGCompiledGrammar) -> None:
     compiled._tail_sets = np.zeros((0, 2), dtype=np.uint64)
     compiled._tail_rows = np.zeros((0, 1, 1), dtype=np.uint32)
+    compiled._args = None  # (the walks' handle, made with the grammar, holds the tables: made again)
 
 
 @pytest.mark.parametrize("vocab", ["llama3", "smollm2"])

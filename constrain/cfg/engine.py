@@ -1494,13 +1494,18 @@ class _MaskRows:
     on Llama 3's vocabulary (16 KB before). A block is allocated unwritten and each row zeroed when
     it is handed out: ``np.zeros`` of a block served from the heap (glibc raises its mmap
     threshold once big blocks are freed, as each dropped grammar's are) zeroed all of it inside
-    the one mask that asked for it, 0.4-2.5 ms for a 1-4 MB block on Llama 3."""
+    the one mask that asked for it, 0.4-2.5 ms for a 1-4 MB block on Llama 3. (The first block, 8
+    rows, is made and written with the grammar.)"""
 
     __slots__ = ("n_words", "_u32", "_i32", "_next")
 
     def __init__(self, n_words: int) -> None:
         self.n_words = n_words
-        self._u32 = self._i32 = np.zeros((0, n_words), dtype=np.uint32)
+        # the first block, written now (with the grammar: its page faults cost ~10 us of the first mask)
+        self._u32 = np.zeros((8, n_words), dtype=np.uint32)
+        self._u32.fill(0)
+        self._i32 = self._u32.view(np.int32)
+        self._i32.flags.writeable = False
         self._next = 0
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
@@ -1614,6 +1619,9 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._tail_judged = np.zeros((0, 3), dtype=np.uint64)  # per lexer state (``follow_tails.judge``)
         root = self.parser.root
         self.start_config = self._intern(frozenset({(root, self._start(root))}))
+        # the walks' working arrays and their numba handle (~30 us): made with the grammar, not in
+        # its first mask (which took ~90 us on SmolLM2's json.gbnf, ~20 of them walking)
+        self._walk_args()
 
     def _ascii_tails(self) -> np.ndarray:
         """``trie.ascii_tails`` when the walks may take them (``_accept_ascii``): under word
