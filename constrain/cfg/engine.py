@@ -1502,7 +1502,7 @@ class _MaskRows:
     def __init__(self, n_words: int) -> None:
         self.n_words = n_words
         # the first block, written now (with the grammar: its page faults cost ~10 us of the first mask)
-        self._u32 = np.zeros((8, n_words), dtype=np.uint32)
+        self._u32 = np.empty((8, n_words), dtype=np.uint32)
         self._u32.fill(0)
         self._i32 = self._u32.view(np.int32)
         self._i32.flags.writeable = False
@@ -1607,8 +1607,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         # vocabulary's `` word`` region is wide, and not for JSON Schema grammars (no unquoted names)
         self._wide_words = (name_openers and self.shared_walk_nodes < NEVER_SPLIT
                             and _space_region(index.trie) > WIDE_WORDS_NODES)
-        # follow tails in the lexer parts (``follow_tails``): where ASCII tails are off, not for
-        # JSON Schema grammars. The FOLLOW bytes per terminal (~40-80 us) and the tables (once per
+        # follow tails in the walks (``follow_tails``): where ASCII tails are off, not for JSON
+        # Schema grammars. The FOLLOW bytes per terminal (~40-80 us) and the tables (once per
         # vocabulary, ~6 ms on Llama 3) are made here: not inside a mask
         if name_openers and not len(self._tails):
             self._follow = follow_bytes(cfg)

@@ -11,8 +11,8 @@ Those bytes end the token, though, when no terminal that may follow the identifi
 one: the grammar's FOLLOW sets (``terminal_follow``) say which bytes may start what comes after
 each terminal, in any context. Where every byte below a node is a loop byte of the state there,
 or a byte it dies on, and none starts anything after what the loop accepts (``judge``), no
-boundary lies in the subtree: its tokens whose bytes from the node's depth on are all loop bytes are allowed, the
-rest dead. Those are a run in byte order ANDed with a row of a tails table
+boundary lies in the subtree: its tokens whose bytes from the node's depth on are all loop bytes
+are allowed, the rest dead. Those are a run in byte order ANDed with a row of a tails table
 (``trie.byte_set_tails``: tokens whose bytes from index ``d`` on lie in a set), kept per
 vocabulary for a few loop sets (``TAIL_SETS``); a loop set differing from a table's set only in
 bytes absent from the subtree reads that table. Exact: it skips only walks that find nothing.
