@@ -1372,3 +1372,29 @@ def test_mask_rows_are_zero_when_handed_out_even_from_a_dirty_block():
         raw[:] = k + 1  # as a walk writes its mask
         taken.append((raw, k + 1))
     assert all((raw == v).all() for raw, v in taken), "a later row overwrote an earlier one"
+
+
+def test_kept_conversions_change_no_mask(real_vocab):
+    """A walk's subtrees accepted whole are a bitmap in the trie's byte order; its conversion to
+    token ids is kept per grammar for the last few big ones (``_ordered_to_words_kept``: sql_select
+    after a name accepts 35-90k positions, and half of those bitmaps recur in a pass). Masks along a
+    real SQL query equal those of a fresh grammar that computes each prefix's mask in reverse order
+    (so what is kept, and when, differs), and conversions were found kept."""
+    tok, index = real_vocab("llama3")
+    cfg = _source("bundled:sql_select.lark")[1]
+    text = ("SELECT c.id, c.name, COUNT(o.id) AS n FROM customers c JOIN orders o ON o.customer_id = c.id "
+            "WHERE c.country = 'US' AND o.total > 10 GROUP BY c.id, c.name ORDER BY n DESC LIMIT 5")
+    ids = list(tok.encode(text, add_special_tokens=False))
+    forward = CFGCompiledGrammar(cfg, index, description="sql")
+    m = forward.matcher()
+    masks = []
+    for t in ids:
+        masks.append(_mask(m, index))
+        m.advance(t)
+    assert forward._buffers.kept_meta[-1] > 0  # (some conversions were found kept)
+    backward = CFGCompiledGrammar(cfg, index, description="sql")
+    for k in reversed(range(len(ids))):
+        m = backward.matcher()
+        for t in ids[:k]:
+            m.advance(t)
+        assert (_mask(m, index) == masks[k]).all(), index.decode_bytes(ids[:k])

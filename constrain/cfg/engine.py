@@ -75,6 +75,10 @@ MERGE_CONFIGS_PAST = 16  # stepping joins a set's contexts per lexer state after
 MASK_ROW_BLOCK = 256  # the most masks allocated together (``_MaskRows``): a block of 1.5 MB on SmolLM2, 4 MB on Llama 3
 LINEAR_DEDUP = 12  # a configuration set this small is searched in order; a bigger one through a hash table
 DEDUP_SLOTS = 4096  # the hash table's size (a power of two, > 2 * MAX_CONFIGS)
+# byte-order bitmaps whose conversion to token ids is kept per grammar (``_ordered_to_words_kept``),
+# and the fewest scatters that conversion must cost to be kept (below, converting is as cheap as looking up)
+ORDERED_KEPT = 16
+ORDERED_KEPT_MIN = 2048
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -736,13 +740,14 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i = down[i]
-    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32))
+    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32), 0)
     return n_ev
 
 
 @no_refcounts(nogil=True)
-def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma: no cover - numba
-    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order).
+def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, off=0):  # pragma: no cover - numba
+    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order)
+    (in ``out_words`` from word ``off`` on: a row of a flat table, which this kernel may not view).
 
     The positions map to ids one by one (a scatter); when most are set, the few that are not are
     scattered instead and cleared from ``all_words`` (every id of the trie): a string body allows
@@ -761,7 +766,7 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma
             base = w * 32
             while bits:
                 t = trie_ids[base + trailing_zeros(bits)]
-                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
+                out_words[off + (t >> 5)] |= np.uint32(1) << np.uint32(t & 31)
                 bits &= bits - np.uint32(1)
         return
     for w in range(unset.shape[0]):
@@ -776,15 +781,65 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma
             unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             bits &= bits - np.uint32(1)
     for w in range(all_words.shape[0]):
-        out_words[w] |= all_words[w] & ~unset[w]
+        out_words[off + w] |= all_words[w] & ~unset[w]
 
 
 @no_refcounts(nogil=True)
-def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepting, words, unset):  # pragma: no cover
+def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_keys, kept_words,
+                           kept_meta):  # pragma: no cover - numba
+    """``_ordered_to_words``, its result kept for the last ``ORDERED_KEPT`` bitmaps whose
+    conversion costs at least ``ORDERED_KEPT_MIN`` scatters (``kept_keys``: those bitmaps,
+    ``kept_words``: their token-id words, each a flat table of ``ORDERED_KEPT`` rows;
+    ``kept_meta``: [next row to replace, then per row its fingerprint, a hash of its set-bit count
+    and every 16th word, 0: empty; last, the count of conversions found kept]). A sql_select mask after a name accepts ~35-90k trie positions
+    whole (the name going on, the `` word`` tokens after a space), and their conversion to ids was
+    ~35-55 us of a ~95 us mask on Llama 3; half of those bitmaps recur exactly within a pass (the
+    same lexer states below the same subtrees)."""
+    n = trie_ids.shape[0]
+    ones = _popcount(ordered)
+    if min(ones, n - ones) < ORDERED_KEPT_MIN:
+        _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, 0)
+        return
+    m = ordered.shape[0]
+    n_words = out_words.shape[0]
+    h = np.int64(ones) * 1099511628211 + 7
+    for w in range(0, m, 16):
+        h = (h ^ np.int64(ordered[w])) * 1099511628211
+    if h == 0:
+        h = 1
+    for k in range(ORDERED_KEPT):
+        if kept_meta[1 + k] != h:
+            continue
+        same = True
+        for w in range(m):
+            if kept_keys[k * m + w] != ordered[w]:
+                same = False
+                break
+        if same:
+            for w in range(n_words):
+                out_words[w] |= kept_words[k * n_words + w]
+            kept_meta[ORDERED_KEPT + 1] += 1
+            return
+    k = kept_meta[0]
+    kept_meta[0] = (k + 1) % ORDERED_KEPT
+    for w in range(m):
+        kept_keys[k * m + w] = ordered[w]
+    for w in range(n_words):
+        kept_words[k * n_words + w] = 0
+    _ordered_to_words(ordered, trie_ids, all_words, kept_words, unset, k * n_words)
+    kept_meta[1 + k] = h
+    for w in range(n_words):
+        out_words[w] |= kept_words[k * n_words + w]
+
+
+@no_refcounts(nogil=True)
+def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepting, words, unset, kept_keys,
+                 kept_words, kept_meta):  # pragma: no cover
     """Everything a walk leaves to do, in one call: the subtrees accepted whole (``ordered``) to
-    token bits, the bits of tokens whose bytes duplicate an allowed one, EOS where the
-    configuration set accepts. Returns (allowed count, the only allowed token or -1)."""
-    _ordered_to_words(ordered, trie_ids, all_words, words, unset)
+    token bits (``_ordered_to_words_kept``), the bits of tokens whose bytes duplicate an allowed
+    one, EOS where the configuration set accepts. Returns (allowed count, the only allowed token
+    or -1)."""
+    _ordered_to_words_kept(ordered, trie_ids, all_words, words, unset, kept_keys, kept_words, kept_meta)
     for k in range(dup_of.shape[0]):
         s = dup_of[k]
         if (words[s >> 5] >> np.uint32(s & 31)) & np.uint32(1):
@@ -809,7 +864,7 @@ def _finish_mask(ordered, trie_ids, all_words, dup_of, dup_ids, eos_ids, accepti
 def _finish_mask_with(a, accepting, words):  # pragma: no cover - numba
     """``_finish_mask`` reading its arrays from one ``WalkArgs``."""
     return _finish_mask(a.ordered, a.trie_ids, a.all_words, a.dup_of, a.dup_ids, a.eos_ids, accepting, words,
-                        a.unset)
+                        a.unset, a.kept_keys, a.kept_words, a.kept_meta)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -1064,7 +1119,8 @@ def _roots_walk(a, words, roots, root_c, root_g, start):  # pragma: no cover - n
         a.pos[1] = -1
     status = _walk_subtrees_of(a, roots, root_c, root_g, words)
     if status == 0:
-        _ordered_to_words(a.ordered, a.trie_ids, a.all_words, words, a.unset)
+        _ordered_to_words_kept(a.ordered, a.trie_ids, a.all_words, words, a.unset, a.kept_keys, a.kept_words,
+                               a.kept_meta)
     return status
 
 
@@ -1319,7 +1375,7 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
                                   trie.max_len,
                                   ordered, roots, prefix)
         words = np.zeros(n_words, dtype=np.uint32)
-        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32))
+        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32), 0)
         hit = kept[key] = (words, roots[:n].copy(), prefix[:n].copy(), saved)
     return hit
 
@@ -1470,7 +1526,8 @@ def _near_loop_state(lx, g):  # pragma: no cover - numba
 class _WalkBuffers:
     """Working arrays of the parser walks (one set per compiled grammar, see ``_walk_buffers``)."""
 
-    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "done", "ordered", "single", "unset", "seen")
+    __slots__ = ("cfg_c", "cfg_g", "cnt", "pos", "need", "done", "ordered", "single", "unset", "seen", "kept_keys",
+                 "kept_words", "kept_meta")
 
     def __init__(self, max_len: int, ordered_words: int, id_words_count: int) -> None:
         self.cfg_c = np.empty((max_len + 2, MAX_CONFIGS), dtype=np.int32, order="F")
@@ -1483,6 +1540,10 @@ class _WalkBuffers:
         self.single = np.empty(max_len + 3, dtype=np.int32)  # ``_walk_cfg``'s lexer states of a one-configuration run
         self.unset = np.empty(id_words_count, dtype=np.uint32)  # ``_ordered_to_words``' scratch
         self.seen = np.zeros((2, DEDUP_SLOTS), dtype=np.int64)  # the walks' hash table of big sets (``_start_table``)
+        # converted byte-order bitmaps (``_ordered_to_words_kept``; written only when a walk keeps one)
+        self.kept_keys = np.empty(ORDERED_KEPT * ordered_words, dtype=np.uint32)
+        self.kept_words = np.empty(ORDERED_KEPT * id_words_count, dtype=np.uint32)
+        self.kept_meta = np.zeros(ORDERED_KEPT + 2, dtype=np.int64)
 
 
 class _MaskRows:
@@ -2154,7 +2215,8 @@ class CFGCompiledGrammar(CompiledGrammar):
                 buffers.cfg_g, buffers.cnt, buffers.pos, buffers.need, buffers.done, trie.ids,
                 id_words(trie, self._n_words), nodes.dup_of, nodes.dup_ids, self._eos_ids, buffers.seen,
                 self._junction, buffers.single, buffers.unset, sibling_jumps(nodes, JUMP_TABLE), JUMP_FAMILIES,
-                self._tails, self._follow, self._judged_states(), self._tail_sets, self._tail_rows)
+                self._tails, self._follow, self._judged_states(), self._tail_sets, self._tail_rows, buffers.kept_keys,
+                buffers.kept_words, buffers.kept_meta)
         else:
             held = self._args_tables
             if held[0] is lx and held[1] is p.S and held[2] is p.X:

@@ -18,7 +18,7 @@ FIELDS = ("lx", "G", "S", "X", "is_ignore", "sub_bytes", "sub_start", "ordered",
           "below", "token",
           "cfg_c", "cfg_g", "cnt", "pos", "need", "done", "trie_ids", "all_words", "dup_of", "dup_ids", "eos_ids",
           "seen", "junction", "single", "unset", "jumps", "families", "tails", "follow", "judged", "tail_sets",
-          "tail_rows")
+          "tail_rows", "kept_keys", "kept_words", "kept_meta")
 
 
 @structref.register
@@ -38,11 +38,12 @@ structref.define_proxy(WalkArgs, WalkArgsType, list(FIELDS))
 def make_walk_args(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                    cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids,
                    seen, junction, single, unset, jumps, families, tails, follow, judged, tail_sets,
-                   tail_rows):  # pragma: no cover
+                   tail_rows, kept_keys, kept_words, kept_meta):  # pragma: no cover
     """(Compiled and cached, unlike the proxy's own constructor.)"""
     return WalkArgs(lx, G, S, X, is_ignore, sub_bytes, sub_start, ordered, byte, depth, skip, down, below, token,
                     cfg_c, cfg_g, cnt, pos, need, done, trie_ids, all_words, dup_of, dup_ids, eos_ids, seen,
-                    junction, single, unset, jumps, families, tails, follow, judged, tail_sets, tail_rows)
+                    junction, single, unset, jumps, families, tails, follow, judged, tail_sets, tail_rows, kept_keys,
+                    kept_words, kept_meta)
 
 
 @numba.njit(cache=True)
