@@ -791,10 +791,10 @@ def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_
     conversion costs at least ``ORDERED_KEPT_MIN`` scatters (``kept_keys``: those bitmaps,
     ``kept_words``: their token-id words, each a flat table of ``ORDERED_KEPT`` rows;
     ``kept_meta``: [next row to replace, then per row its fingerprint, a hash of its set-bit count
-    and every 16th word, 0: empty; last, the count of conversions found kept]). A sql_select mask after a name accepts ~35-90k trie positions
-    whole (the name going on, the `` word`` tokens after a space), and their conversion to ids was
-    ~35-55 us of a ~95 us mask on Llama 3; half of those bitmaps recur exactly within a pass (the
-    same lexer states below the same subtrees)."""
+    and every 16th word, 0: empty; last, the count of conversions found kept]). A sql_select mask
+    after a name accepts ~35-90k trie positions whole (the name going on, the `` word`` tokens after
+    a space), and their conversion to ids was ~35-55 us of a ~95 us mask on Llama 3; half of those
+    bitmaps recur exactly within a pass (the same lexer states below the same subtrees)."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
     if min(ones, n - ones) < ORDERED_KEPT_MIN:
