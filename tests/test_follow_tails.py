@@ -20,6 +20,7 @@ import pytest
 
 from constrain import Grammar
 from constrain.cfg.engine import CFGCompiledGrammar
+from constrain.cfg.fast_earley import FastEarley
 from constrain.cfg.follow_tails import first_bytes, follow_bytes, terminal_follow
 from constrain.cfg.sample import sample_regex_ast, sample_terminals
 from test_cfg_engine import KEYS, _assert_same_masks, _check_mask_against_steps, _sentences, _source, _token_ids
@@ -51,7 +52,7 @@ def _adjacent_pairs(cfg, seed: int, n: int) -> set[tuple[int, int]]:
 @pytest.mark.parametrize("key", KEYS)
 def test_terminal_follow_holds_every_adjacent_pair_of_sampled_derivations(key):
     cfg = _source(key)[1]
-    follow = terminal_follow(cfg)
+    follow = terminal_follow(cfg, FastEarley(cfg).first_sets())
     for t, u in _adjacent_pairs(cfg, 7, 200):
         assert follow[t] >> u & 1, (key, cfg.terminal_names[t], cfg.terminal_names[u])
 
@@ -59,7 +60,7 @@ def test_terminal_follow_holds_every_adjacent_pair_of_sampled_derivations(key):
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_terminal_follow_is_exact_on_small_grammars(name):
     cfg = Grammar.from_lark(SMALL[name])._ast
-    follow = terminal_follow(cfg)
+    follow = terminal_follow(cfg, FastEarley(cfg).first_sets())
     seen = _adjacent_pairs(cfg, 3, 3000)
     for t in range(len(cfg.terminals)):
         want = sum(1 << u for u in range(len(cfg.terminals)) if (t, u) in seen)
@@ -75,7 +76,7 @@ def test_first_bytes_hold_the_first_byte_of_sampled_terminal_strings(key):
         for _ in range(20):
             text = sample_regex_ast(node, rng).encode("utf-8")
             assert text and bits >> text[0] & 1, (key, cfg.terminal_names[t], text)
-    rows = follow_bytes(cfg)
+    rows = follow_bytes(cfg, FastEarley(cfg).first_sets())
     assert rows.shape == (len(cfg.terminals), 4) and rows.dtype == np.uint64
 
 

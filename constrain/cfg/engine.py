@@ -263,6 +263,18 @@ def _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, siblin
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _take_tail(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, tail_rows, sub_bytes, sub_start,
+               skip, ordered, g, g2, i, d):  # pragma: no cover - numba
+    """The node after trie node ``i``'s subtree when follow tails take it from state ``g`` (alive on
+    its byte, to ``g2``: ``follow_tails.tail_at``), its allowed tokens set in ``ordered``; else -1."""
+    k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes, g, g2, i, d)
+    if k < 0:
+        return -1
+    _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
+    return skip[i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _set_run_of(ordered, a, b, row):  # pragma: no cover - numba
     """Set the positions ``a:b`` of ``ordered`` that bitmap ``row`` holds (a tails row)."""
     if a >= b:
@@ -404,11 +416,10 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
                     i = _accept_ascii(ordered, sub_start, skip, jumps, loops, g, i, tails, d, True)
                     continue
                 if follow_on and d + 1 < n_rows:
-                    k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes,
-                                     g, g2, i, d)
-                    if k >= 0:
-                        _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
-                        i = skip[i]
+                    nxt = _take_tail(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, tail_rows,
+                                     sub_bytes, sub_start, skip, ordered, g, g2, i, d)
+                    if nxt >= 0:
+                        i = nxt
                         continue
                 if acc_ptr[g2 + 1] > acc_ptr[g2] and skip[i] != down[i]:
                     event = True  # (at a leaf the token is allowed by ``g2`` alone: no parser step)
@@ -458,11 +469,10 @@ def _walk_cfg(lx, is_ignore, G, S, X, sub_bytes, sub_start, ordered,
         elif follow_on and d + 1 < n_rows:  # (the same for follow tails)
             g = _lone_alive(trans, cfg_g, cnt[d], d, b)
             if g >= 0:
-                k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes, g,
-                                 trans[g, b], i, d)
-                if k >= 0:
-                    _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
-                    i = skip[i]
+                nxt = _take_tail(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, tail_rows,
+                                 sub_bytes, sub_start, skip, ordered, g, trans[g, b], i, d)
+                if nxt >= 0:
+                    i = nxt
                     continue
         if skip[i] == down[i]:
             # A leaf (after the loop test, so a covered leaf starts a sibling jump like any
@@ -722,11 +732,10 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
                     i = _accept_subtree(ordered, sub_start, skip, i)
                     continue
             elif follow_on and d + 1 < n_rows:
-                k, row = tail_at(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, sub_bytes, g, g2,
-                                 i, d)
-                if k >= 0:
-                    _set_run_of(ordered, sub_start[i], sub_start[skip[i]], tail_rows[k, row])
-                    i = skip[i]
+                nxt = _take_tail(trans, expanded, loops, acc_ptr, acc_terms, follow, judged, tail_sets, tail_rows,
+                                 sub_bytes, sub_start, skip, ordered, g, g2, i, d)
+                if nxt >= 0:
+                    i = nxt
                     continue
             g = g2
             stack[d + 1] = g
@@ -740,14 +749,13 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i = down[i]
-    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32), 0)
+    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32))
     return n_ev
 
 
 @no_refcounts(nogil=True)
-def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, off=0):  # pragma: no cover - numba
-    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order)
-    (in ``out_words`` from word ``off`` on: a row of a flat table, which this kernel may not view).
+def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma: no cover - numba
+    """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order).
 
     The positions map to ids one by one (a scatter); when most are set, the few that are not are
     scattered instead and cleared from ``all_words`` (every id of the trie): a string body allows
@@ -766,7 +774,7 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, off=0):  #
             base = w * 32
             while bits:
                 t = trie_ids[base + trailing_zeros(bits)]
-                out_words[off + (t >> 5)] |= np.uint32(1) << np.uint32(t & 31)
+                out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
                 bits &= bits - np.uint32(1)
         return
     for w in range(unset.shape[0]):
@@ -781,7 +789,7 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, off=0):  #
             unset[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             bits &= bits - np.uint32(1)
     for w in range(all_words.shape[0]):
-        out_words[off + w] |= all_words[w] & ~unset[w]
+        out_words[w] |= all_words[w] & ~unset[w]
 
 
 @no_refcounts(nogil=True)
@@ -789,47 +797,51 @@ def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_
                            kept_meta):  # pragma: no cover - numba
     """``_ordered_to_words``, its result kept for the last ``ORDERED_KEPT`` bitmaps whose
     conversion costs at least ``ORDERED_KEPT_MIN`` scatters (``kept_keys``: those bitmaps,
-    ``kept_words``: their token-id words, each a flat table of ``ORDERED_KEPT`` rows;
-    ``kept_meta``: [next row to replace, then per row its fingerprint, a hash of its set-bit count
-    and every 16th word, 0: empty; last, the count of conversions found kept]). A sql_select mask
-    after a name accepts ~35-90k trie positions whole (the name going on, the `` word`` tokens after
-    a space), and their conversion to ids was ~35-55 us of a ~95 us mask on Llama 3; half of those
-    bitmaps recur exactly within a pass (the same lexer states below the same subtrees)."""
+    ``kept_words``: their token-id words, a row each; ``kept_meta``: [next row to replace, then per
+    row its fingerprint, a hash of its set-bit count and every 16th word, 0: empty; last, the count
+    of conversions found kept]). A sql_select mask after a name accepts ~35-90k trie positions
+    whole (the name going on, the `` word`` tokens after a space), and their conversion to ids was
+    ~35-55 us of a ~95 us mask on Llama 3; half of those bitmaps recur exactly within a pass (the
+    same lexer states below the same subtrees)."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
     if min(ones, n - ones) < ORDERED_KEPT_MIN:
-        _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, 0)
+        _ordered_to_words(ordered, trie_ids, all_words, out_words, unset)
         return
-    m = ordered.shape[0]
-    n_words = out_words.shape[0]
     h = np.int64(ones) * 1099511628211 + 7
-    for w in range(0, m, 16):
+    for w in range(0, ordered.shape[0], 16):
         h = (h ^ np.int64(ordered[w])) * 1099511628211
     if h == 0:
         h = 1
     for k in range(ORDERED_KEPT):
-        if kept_meta[1 + k] != h:
-            continue
-        same = True
-        for w in range(m):
-            if kept_keys[k * m + w] != ordered[w]:
-                same = False
-                break
-        if same:
-            for w in range(n_words):
-                out_words[w] |= kept_words[k * n_words + w]
+        if kept_meta[1 + k] == h and _same_words(kept_keys[k], ordered):
+            _or_into(out_words, kept_words[k])
             kept_meta[ORDERED_KEPT + 1] += 1
             return
     k = kept_meta[0]
     kept_meta[0] = (k + 1) % ORDERED_KEPT
-    for w in range(m):
-        kept_keys[k * m + w] = ordered[w]
-    for w in range(n_words):
-        kept_words[k * n_words + w] = 0
-    _ordered_to_words(ordered, trie_ids, all_words, kept_words, unset, k * n_words)
+    key, row = kept_keys[k], kept_words[k]
+    for w in range(key.shape[0]):  # (loops: a slice assignment may copy, which needs the runtime)
+        key[w] = ordered[w]
+    for w in range(row.shape[0]):
+        row[w] = 0
+    _ordered_to_words(ordered, trie_ids, all_words, kept_words[k], unset)
     kept_meta[1 + k] = h
-    for w in range(n_words):
-        out_words[w] |= kept_words[k * n_words + w]
+    _or_into(out_words, kept_words[k])
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_words(a, b):  # pragma: no cover - numba
+    for w in range(a.shape[0]):
+        if a[w] != b[w]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _or_into(out, src):  # pragma: no cover - numba
+    for w in range(out.shape[0]):
+        out[w] |= src[w]
 
 
 @no_refcounts(nogil=True)
@@ -1375,7 +1387,7 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
                                   trie.max_len,
                                   ordered, roots, prefix)
         words = np.zeros(n_words, dtype=np.uint32)
-        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32), 0)
+        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32))
         hit = kept[key] = (words, roots[:n].copy(), prefix[:n].copy(), saved)
     return hit
 
@@ -1541,8 +1553,8 @@ class _WalkBuffers:
         self.unset = np.empty(id_words_count, dtype=np.uint32)  # ``_ordered_to_words``' scratch
         self.seen = np.zeros((2, DEDUP_SLOTS), dtype=np.int64)  # the walks' hash table of big sets (``_start_table``)
         # converted byte-order bitmaps (``_ordered_to_words_kept``; written only when a walk keeps one)
-        self.kept_keys = np.empty(ORDERED_KEPT * ordered_words, dtype=np.uint32)
-        self.kept_words = np.empty(ORDERED_KEPT * id_words_count, dtype=np.uint32)
+        self.kept_keys = np.empty((ORDERED_KEPT, ordered_words), dtype=np.uint32)
+        self.kept_words = np.empty((ORDERED_KEPT, id_words_count), dtype=np.uint32)
         self.kept_meta = np.zeros(ORDERED_KEPT + 2, dtype=np.int64)
 
 
@@ -1672,7 +1684,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         # Schema grammars. The FOLLOW bytes per terminal (~40-80 us) and the tables (once per
         # vocabulary, ~6 ms on Llama 3) are made here: not inside a mask
         if name_openers and not len(self._tails):
-            self._follow = follow_bytes(cfg)
+            self._follow = follow_bytes(cfg, self.parser.first_sets())
             self._tail_sets, self._tail_rows = tail_tables(index.trie)
         else:
             self._follow = np.zeros((1, 4), dtype=np.uint64)

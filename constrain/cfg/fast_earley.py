@@ -604,5 +604,20 @@ class FastEarley:
             hit = self._tset_cache[tid] = frozenset(bits_to_ids(self.tset_bits[tid]))
         return hit
 
+    def first_sets(self) -> list[int]:
+        """Per nonterminal, the terminals a string it derives may begin with (a bit per terminal):
+        the terminals its prediction closure's items expect (``pred_closure``, ``first_terms``)."""
+        closure, first = self.G[4], self.G[5]
+        terms = [int.from_bytes(row.tobytes(), "little") for row in first]
+        out = []
+        for row in closure[:len(self.cfg.nonterminal_names)]:
+            reach, bits = int.from_bytes(row.tobytes(), "little"), 0
+            while reach:
+                low = reach & -reach
+                bits |= terms[low.bit_length() - 1]
+                reach ^= low
+            out.append(bits)
+        return out
+
     def terminals(self, c: int) -> frozenset[int]:
         return self.tset_terminals(int(self.ctx_tset[c]))

@@ -41,28 +41,12 @@ JUDGED = np.uint64(1)
 ELIGIBLE = np.uint64(2)
 
 
-def terminal_follow(cfg: CFG) -> list[int]:
+def terminal_follow(cfg: CFG, first: list[int]) -> list[int]:
     """Per terminal, the set (a bit per terminal) of terminals that may come right after it in
-    some sentence: FOLLOW over the rules, every ignored terminal after every terminal, and
-    anything after an ignored one."""
+    some sentence: FOLLOW over the rules (``first``: FIRST per nonterminal, ``FastEarley.first_sets``),
+    every ignored terminal after every terminal, and anything after an ignored one."""
     n_nt, n_t = len(cfg.nonterminal_names), len(cfg.terminals)
     nullable = cfg.nullable_flags()
-    first = [0] * n_nt
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in cfg.rules:
-            f = 0
-            for s in rhs:
-                if s >= 0:
-                    f |= 1 << s
-                    break
-                f |= first[~s]
-                if not nullable[~s]:
-                    break
-            if f & ~first[lhs]:
-                first[lhs] |= f
-                changed = True
     follow_nt = [0] * n_nt
     follow_t = [0] * n_t
     changed = True
@@ -121,13 +105,12 @@ def first_bytes(node: Node) -> int:
     return (1 << 256) - 1
 
 
-def follow_bytes(cfg: CFG) -> np.ndarray:
+def follow_bytes(cfg: CFG, first: list[int]) -> np.ndarray:
     """``uint64 [terminals, 4]``: per terminal, the bytes that may begin what follows it
     (``terminal_follow``, ``first_bytes``)."""
-    n = len(cfg.terminals)
     starts = [first_bytes(node) for node in cfg.terminals]
     rows = []
-    for f in terminal_follow(cfg):
+    for f in terminal_follow(cfg, first):
         bits = 0
         while f:
             low = f & -f
