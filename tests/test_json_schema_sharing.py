@@ -8,6 +8,7 @@ import json
 
 import jsonschema
 import numpy as np
+import pytest
 
 from constrain import Grammar
 from constrain.json_schema import strings
@@ -350,3 +351,35 @@ def test_counted_strings_are_laid_out_over_a_whole_chunks_remainder(real_vocab, 
     monkeypatch.setattr(strings, "_split_chars", lambda lo, hi, opening, k: ("dfa", strings._counted_chain(lo, hi, opening, True)))
     for doc, got in zip(docs, split):
         assert_same_masks(got, masks(doc), {k: len(v) for k, v in doc.items()})
+
+
+REPEATS = [
+    ({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}},
+     "schema", '[', '{"a": "x", "b": 1}', ', ', ']'),
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "number"}},
+     "schema", '{"id": 1, ', '"k": 2.5', ', ', '}'),
+    ({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": {"type": "number"}},
+     "any", '{', '"k": 2.5', ', ', '}'),
+]
+
+
+@pytest.mark.parametrize("schema,order,head,item,sep,tail", REPEATS, ids=["items", "extra-members", "any-order-extras"])
+def test_repeated_items_meet_the_parser_contexts_of_the_one_before(real_vocab, schema, order, head, item, sep, tail):
+    """Lists are left-recursive: Earley keeps one item for the whole list, so the configurations
+    inside item 3 are those inside item 2 and its masks are found cached; a right-recursive list
+    nests a new origin per item (every item's masks walked again), which this test catches."""
+    _, index = real_vocab("smollm2")
+    import constrain
+
+    g = constrain.compile(Grammar.from_json_schema(schema, property_order=order, whitespace="flexible"), index, cache=False)
+    text = head + sep.join([item] * 4) + tail
+    states, s = [], g.matcher()._states[-1]
+    for b in text.encode():
+        s = g.step_bytes(s, bytes([b]))
+        assert s != -1, text
+        states.append(s)
+    assert g.accepts_text(text)
+    span = len(item) + len(sep)
+    starts = [len(head) + k * span for k in range(4)]  # where each item's bytes begin
+    inside = [states[k:k + len(item)] for k in starts]
+    assert inside[2] == inside[1] and inside[3] == inside[1]
