@@ -608,6 +608,15 @@ def main() -> None:
             r()
             r(md_table(["lib", "schemas", "instances", "tokens", "mean µs", "p50 µs", "p99 µs", "max µs"], rows))
             r()
+            if "constrain" in present and len(present) > 2:
+                r(f"Pairwise ({tokenizer_label(tok_key)}: ours and one peer on the schemas both covered, so a schema "
+                  "a third library failed is not dropped):")
+                r()
+                r(md_table(["peer", "schemas", "ours mean / p50 / p99 µs", "peer mean / p50 / p99 µs",
+                            "mean ratio (ours / peer)", "p99 ratio"],
+                           _pairwise_rows(mask_results, splits, tok_key, [x for x in present if x != "constrain"],
+                                          sets[present.index("constrain")], dict(zip(present, sets)))))
+                r()
 
         r("### Our slowest masks")
         r()
@@ -723,6 +732,24 @@ def main() -> None:
 
     r.save(out)
     log(f"saved {out}")
+
+
+def _pairwise_rows(mask_results: dict, splits: list, tok_key: str, peers: list, ours: set, covered: dict) -> list:
+    """Per peer: our mask times and the peer's on the MaskBench files both covered (mean, p50, p99)."""
+    def stats(lib, files):
+        recs = [rec for s in splits for rec in mask_results.get((s, tok_key, lib), []) if (s, rec["file"]) in files]
+        times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3
+        return float(times.mean()), float(np.percentile(times, 50)), float(np.percentile(times, 99))
+
+    rows = []
+    for peer in peers:
+        both = ours & covered[peer]
+        if not both:
+            continue
+        a, b = stats("constrain", both), stats(peer, both)
+        rows.append([peer, len(both), " / ".join(fmt_num(x) for x in a), " / ".join(fmt_num(x) for x in b),
+                     f"{a[0] / b[0]:.2f}", f"{a[2] / b[2]:.2f}"])
+    return rows
 
 
 def _cell(text: str, n: int = 70) -> str:
