@@ -570,8 +570,7 @@ def main() -> None:
                     errs = sum(sum(mask_errors.get(k, Counter()).values()) for k in keys)
                     if not recs and not errs:
                         continue
-                    times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3 \
-                        if recs else np.zeros(0)
+                    times = _mask_us(recs)
                     firsts = [rec["times"][0] / 1e3 for rec in recs if rec["times"]]
                     rejected = sum(bool(rec["rejected"]) or not rec["eos_ok"] for rec in recs)
                     nschemas = len({rec["file"] for rec in recs})
@@ -599,7 +598,7 @@ def main() -> None:
                 recs = [rec for s in splits for rec in mask_results.get((s, tok_key, lib), []) if (s, rec["file"]) in common]
                 if not recs:
                     continue
-                times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3
+                times = _mask_us(recs)
                 rows.append([lib, len(common), len(recs), len(times), fmt_num(float(times.mean())),
                              fmt_num(float(np.percentile(times, 50))), fmt_num(float(np.percentile(times, 99))),
                              fmt_num(float(times.max()))])
@@ -734,11 +733,18 @@ def main() -> None:
     log(f"saved {out}")
 
 
+def _mask_us(recs: list) -> np.ndarray:
+    """The mask times of instance records, in µs, as one array."""
+    if not recs:
+        return np.zeros(0)
+    return np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3
+
+
 def _pairwise_rows(mask_results: dict, splits: list, tok_key: str, peers: list, ours: set, covered: dict) -> list:
     """Per peer: our mask times and the peer's on the MaskBench files both covered (mean, p50, p99)."""
     def stats(lib, files):
         recs = [rec for s in splits for rec in mask_results.get((s, tok_key, lib), []) if (s, rec["file"]) in files]
-        times = np.concatenate([np.asarray(rec["times"], dtype=np.float64) for rec in recs]) / 1e3
+        times = _mask_us(recs)
         return float(times.mean()), float(np.percentile(times, 50)), float(np.percentile(times, 99))
 
     rows = []
