@@ -240,6 +240,20 @@ class _Builder:
         self.nt_names.append(name)
         return nt(len(self.nt_names) - 1)
 
+    def left_loop(self, name: str, bodies: list) -> int:
+        """A nonterminal for any number of ``bodies`` (``loop -> | loop body``), left-recursive:
+        Earley keeps one item for the list (its origin where the list began), so from the third
+        element on the parser contexts repeat those of the second and their masks are found
+        cached; a right-recursive list nests a new origin per element, and every element's masks
+        were walked again (~50 us each on SmolLM2)."""
+        loop = self.new_nt(name)
+        self.rules.append((~loop, ()))
+        for pieces in bodies:
+            seq = self.seq([loop] + pieces)
+            if seq is not None:
+                self.rules.append((~loop, seq))
+        return loop
+
     def terminal(self, ast) -> int:
         key = ast  # AST tuples are hashable (DFA leaves hash by identity)
         t = self._term_ids.get(key)
@@ -1145,10 +1159,7 @@ class _Builder:
                 alts.append([])
             can_add = extra_member is not None and (max_p is None or c < max_p)
             if c == cap and can_add:
-                loop = self.new_nt(f"extra*{c}@{pointer}")  # (left-recursive: see _array's items*)
-                for a in alts + [[loop] + lead(c) + extra_member]:
-                    self.rules.append((~loop, self.seq(a)))
-                tail[c] = [loop]
+                tail[c] = [self.left_loop(f"extra*{c}@{pointer}", [lead(c) + extra_member])]  # (c >= min_p: may end)
                 continue
             if can_add and tail.get(c + 1) is not None:
                 alts.append(lead(c) + extra_member + tail[c + 1])
@@ -1211,22 +1222,13 @@ class _Builder:
         (pieces, next state or None for the end). Only states that can finish get a nonterminal
         (``name(state)``) and rules, so no rule is unproductive. Returns state -> nonterminal.
 
-        A state's self-loops (extra members past the counted ones) are written left-recursive,
-        ``state -> loop rest``, ``loop -> | loop piece``, like ``_array``'s ``items*``: a repeated
-        piece then meets the parser contexts (and cached masks) of the one before it."""
+        A state's self-loops (extra members past the counted ones) are a ``left_loop`` before its
+        other alternatives: ``state -> loop rest``."""
         live = _live_states(alts_of)
         syms = {state: self.new_nt(name(state)) for state in alts_of if state in live}
         for state, sym in syms.items():
-            head = []
             loops = [pieces for pieces, nxt in alts_of[state] if nxt == state]
-            if loops:
-                loop = self.new_nt(name(state) + "*")
-                self.rules.append((~loop, ()))
-                for pieces in loops:
-                    seq = self.seq([loop] + pieces)
-                    if seq is not None:
-                        self.rules.append((~loop, seq))
-                head = [loop]
+            head = [self.left_loop(name(state) + "*", loops)] if loops else []
             for pieces, nxt in alts_of[state]:
                 if nxt != state and (nxt is None or nxt in live):
                     seq = self.seq(head + pieces + ([syms[nxt]] if nxt is not None else []))
@@ -1289,14 +1291,7 @@ class _Builder:
                 if rest is None:
                     memo[i] = []
                     return []
-                # left-recursive: Earley keeps one item for the list (its origin where the list
-                # began), so the parser contexts of item 3 on repeat those of item 2 and their
-                # masks are found cached; a right-recursive list nests a new origin per item, and
-                # every item's masks were walked again (~50 us each on SmolLM2)
-                loop = self.new_nt(f"items*@{pointer}")
-                self.rules.append((~loop, ()))
-                self.rules.append((~loop, self.seq([loop] + comma + [rest])))
-                memo[i] = [loop]
+                memo[i] = [self.left_loop(f"items*@{pointer}", [comma + [rest]])]
                 return memo[i]
             alts = []
             if i >= min_items:
