@@ -805,6 +805,8 @@ def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_
     same lexer states below the same subtrees)."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
+    if ones == 0:  # (most masks: nothing accepted whole; not counted again below)
+        return
     if min(ones, n - ones) < ORDERED_KEPT_MIN:
         _ordered_to_words(ordered, trie_ids, all_words, out_words, unset)
         return
