@@ -405,7 +405,8 @@ def test_bit_runs_and_their_mapping_to_token_ids_match_bit_by_bit():
             out[0] = 1 << 3  # bits already set stay set
             want = out.copy()
             np.bitwise_or.at(want, ids[on] >> 5, np.uint32(1) << (ids[on] & 31).astype(np.uint32))
-            _ordered_to_words(ordered, ids, all_words, out, np.full(width, 7, dtype=np.uint32))  # (scratch: any content)
+            _ordered_to_words(ordered, ids, all_words, out, np.full(width, 7, dtype=np.uint32),  # (scratch: any content)
+                              int(on.sum()))
             assert (out == want).all(), (n, density)
 
 

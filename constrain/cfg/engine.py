@@ -749,12 +749,13 @@ def _walk_lexer(lx, start, roots, byte, depth, skip, down, token, sub_bytes, sub
             if t >= 0:
                 out_words[t >> 5] |= np.uint32(1) << np.uint32(t & 31)
             i = down[i]
-    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32))
+    _ordered_to_words(ordered, trie_ids, all_words, out_words, np.empty(all_words.shape[0], dtype=np.uint32),
+                      _popcount(ordered))
     return n_ev
 
 
 @no_refcounts(nogil=True)
-def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma: no cover - numba
+def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, ones):  # pragma: no cover - numba
     """Set the token-id bits of every trie position set in ``ordered`` (positions in byte order).
 
     The positions map to ids one by one (a scatter); when most are set, the few that are not are
@@ -763,9 +764,9 @@ def _ordered_to_words(ordered, trie_ids, all_words, out_words, unset):  # pragma
     processor's trailing-zero count: testing all 32 positions of each nonzero word cost 2-10x
     more where bits are scattered (~5x at 5% of 128k positions set in short runs, 93 -> 10 us;
     1.3x in long runs at 45%; CFG masks on Llama 3 0.90-0.97x, MaskBench even). ``unset``: scratch
-    of ``all_words``' length (passed in: this kernel counts no references, so it may not allocate)."""
+    of ``all_words``' length (passed in: this kernel counts no references, so it may not allocate);
+    ``ones``: the set positions' count (``_popcount(ordered)``, which the callers have)."""
     n = trie_ids.shape[0]
-    ones = _popcount(ordered)
     if ones == 0:  # no subtree was accepted whole
         return
     if 2 * ones <= n:
@@ -805,10 +806,10 @@ def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_
     same lexer states below the same subtrees)."""
     n = trie_ids.shape[0]
     ones = _popcount(ordered)
-    if ones == 0:  # (most masks: nothing accepted whole; not counted again below)
+    if ones == 0:  # (most masks: nothing accepted whole)
         return
     if min(ones, n - ones) < ORDERED_KEPT_MIN:
-        _ordered_to_words(ordered, trie_ids, all_words, out_words, unset)
+        _ordered_to_words(ordered, trie_ids, all_words, out_words, unset, ones)
         return
     h = np.int64(ones) * 1099511628211 + 7
     for w in range(0, ordered.shape[0], 16):
@@ -827,7 +828,7 @@ def _ordered_to_words_kept(ordered, trie_ids, all_words, out_words, unset, kept_
         key[w] = ordered[w]
     for w in range(row.shape[0]):
         row[w] = 0
-    _ordered_to_words(ordered, trie_ids, all_words, kept_words[k], unset)
+    _ordered_to_words(ordered, trie_ids, all_words, kept_words[k], unset, ones)
     kept_meta[1 + k] = h
     _or_into(out_words, kept_words[k])
 
@@ -1389,7 +1390,8 @@ def loop_frontier(nodes, trie, loops: np.ndarray, dead: np.ndarray, n_words: int
                                   trie.max_len,
                                   ordered, roots, prefix)
         words = np.zeros(n_words, dtype=np.uint32)
-        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32))
+        _ordered_to_words(ordered, trie.ids, id_words(trie, n_words), words, np.empty(n_words, dtype=np.uint32),
+                          _popcount(ordered))
         hit = kept[key] = (words, roots[:n].copy(), prefix[:n].copy(), saved)
     return hit
 
