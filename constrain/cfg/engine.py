@@ -575,7 +575,7 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
     ``_walk_cfg`` from the ``n_configs`` configurations at depth 0 of ``a.cfg_c``/``a.cfg_g``
     (0: resume a paused walk; one configuration is ``(c0, g0)``, written there here), then
     ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
-    only allowed token or -1]; ``accepting`` says whether configurations walked elsewhere (the
+    only allowed token or -1, trie nodes visited]; ``accepting`` says whether configurations walked elsewhere (the
     split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0).
 
     With ``loop_states`` (> 0), one configuration whose lexer state may have a loop frontier (it
@@ -629,6 +629,7 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
                        a.tail_rows)
     if status == 0:
         _finish_into_done(a, words)
+        done[3] = a.pos[1]
     return status
 
 
@@ -1551,7 +1552,7 @@ class _WalkBuffers:
         self.cnt = np.zeros(max_len + 2, dtype=np.int32)
         self.pos = np.zeros(3, dtype=np.int64)
         self.need = np.zeros(2, dtype=np.int32)
-        self.done = np.zeros(3, dtype=np.int64)  # ``_combined_mask``: accepting, allowed count, single token
+        self.done = np.zeros(4, dtype=np.int64)  # ``_combined_mask``: accepting, allowed count, single token, visited
         self.ordered = np.zeros(ordered_words, dtype=np.uint32)  # trie positions accepted whole
         self.single = np.empty(max_len + 3, dtype=np.int32)  # ``_walk_cfg``'s lexer states of a one-configuration run
         self.unset = np.empty(id_words_count, dtype=np.uint32)  # ``_ordered_to_words``' scratch
@@ -1645,7 +1646,8 @@ class CFGCompiledGrammar(CompiledGrammar):
         self.loop_frontiers = True  # one-configuration masks of loop states walk only below their loop's frontier
         self.frontier_min_saved = FRONTIER_MIN_SAVED  # (see ``_frontier``, ``use_every_frontier``)
         self.frontier_saved_per_root = FRONTIER_SAVED_PER_ROOT
-        self._frontiers: dict[int, tuple | None] = {}  # lexer state -> its loop frontier (``_frontier``)
+        # lexer state -> its loop frontier (``_frontier``), or None: none, or no loop state (judged by a walk)
+        self._frontiers: dict[int, tuple | None] = {}
         self._near: dict[int, tuple | None] = {}  # lexer state -> the loop state it is near (``_near_loop``)
         self._near_buffers: tuple | None = None  # ``_near_loop_plan``'s roots and stack (4 x trie nodes)
         # near loops judged in vain, and whether one had a frontier: after ``NEAR_LOOP_TRIES`` in vain and
@@ -1860,25 +1862,22 @@ class CFGCompiledGrammar(CompiledGrammar):
         if config_id == FINISHED:
             return self._finished_mask()
         with self._lock:
-            classes = self.lexers.mask_class
             configs = self._configs[config_id]
+            classes = self.lexers.mask_class
             if len(configs) == 1:  # (a pair: a set of one costs ~1 us more to make, right after a walk)
                 (c, g), = configs
                 key = (c, int(classes[g]))
             else:
                 key = frozenset((c, int(classes[g])) for c, g in configs)
             entry = self._class_masks.get(key)
-            if entry is not None:
-                self._masks[config_id] = entry
-                return entry
-            raw, words = self._rows.take()
-            count, last = self._walk(config_id, raw)
-            entry = MaskEntry(words, count, last, raw)
+            if entry is None:
+                raw, words = self._rows.take()
+                count, last = self._walk(configs, raw)
+                entry = self._class_masks[key] = MaskEntry(words, count, last, raw)
             self._masks[config_id] = entry
-            self._class_masks[key] = entry
         return entry
 
-    def _walk(self, config_id: int, words: np.ndarray) -> tuple[int, int]:
+    def _walk(self, configs: frozenset, words: np.ndarray) -> tuple[int, int]:
         """Mask bits of a configuration set. By default one combined walk of the trie carrying the
         configurations (one numba call: cheaper than orchestrating the split below). A lexer state
         class whose combined walk was big (``shared_walk_nodes``) takes the split walk from then on:
@@ -1888,17 +1887,15 @@ class CFGCompiledGrammar(CompiledGrammar):
         boundaries are everywhere (an identifier that may be followed by another identifier) goes
         back to the combined walk. Both are exact: the choice only changes speed. Writes the mask
         into ``words`` (zeroed); returns (allowed count, the only allowed token or -1)."""
-        configs = sorted(self._configs[config_id])
         if len(configs) > MAX_CONFIGS:
             raise GrammarError(f"{self.description}: more than {MAX_CONFIGS} simultaneous parses; the grammar is too ambiguous")
-        buffers = self._buffers or self._walk_buffers(self.index.trie)
         early = 0 <= self.shared_walk_nodes < NEVER_SPLIT and self._wide_words  # (``_opens_words``, in the loop)
         if not self._shared and self.shared_walk_nodes >= 0 and not early:  # no class takes the split walk (yet)
-            return self._combined_mask_of(configs, buffers, words, False)
+            return self._combined_walk(configs, words, False)
         dense = []
         split_accepting = False  # some configuration the split walk takes accepts
         classes = self.lexers.mask_class
-        for c, g in configs:
+        for c, g in sorted(configs):
             cls = int(classes[g])
             if cls in self._dense or (cls not in self._shared and self.shared_walk_nodes >= 0
                                       and not (early and self._opens_words(c, g))):
@@ -1915,9 +1912,9 @@ class CFGCompiledGrammar(CompiledGrammar):
                 self._dense.add(cls)
                 dense.append((c, g))
         if not dense:
-            buffers.ordered[:] = 0  # (no subtree accepted whole)
+            self._buffers.ordered[:] = 0  # (no subtree accepted whole)
             return self._kernels.run(_finish_mask_with, self._walk_args(), split_accepting, words)
-        return self._combined_mask_of(dense, buffers, words, split_accepting)
+        return self._combined_walk(dense, words, split_accepting)
 
     def _opens_words(self, c: int, g: int) -> bool:
         """Whether state ``g`` loops on a space and a terminal ending at ``g`` leads (in context ``c``)
@@ -1946,16 +1943,6 @@ class CFGCompiledGrammar(CompiledGrammar):
                         break
         self._word_openers[g] = hit
         return hit
-
-    def _combined_mask_of(self, dense, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> tuple[int, int]:
-        """``_combined_walk`` of configurations ``dense``: (allowed count, single token); a big walk
-        sends their classes to the split walk from then on (``shared_walk_nodes``)."""
-        visited = self._combined_walk(dense, buffers, words, accepting)
-        if visited > self.shared_walk_nodes and len(dense) <= SHARED_WALK_CONFIGS:
-            classes = self.lexers.mask_class
-            self._shared.update(int(classes[g]) for _, g in dense)
-        _, count, last = buffers.done.tolist()
-        return count, last
 
     def use_every_frontier(self) -> None:
         """Take a loop frontier wherever one exists, paying or not (tests and the warm-up: tiny
@@ -1989,12 +1976,12 @@ class CFGCompiledGrammar(CompiledGrammar):
         return hit
 
     def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, buffers: "_WalkBuffers",
-                       accepting: bool) -> None:
+                       accepting: bool) -> tuple[int, int]:
         """The mask of one configuration whose lexer state has a loop ``frontier`` (``_frontier``: a
-        string body, free or counted far from its bound) ORed into ``words`` (count and single token
-        in ``buffers.done``), walking only the subtrees below the frontier, from the state above
-        each (``_frontier_mask``); ``accepting``: whether other configurations of the set accept
-        (EOS; ``g`` is inside a terminal)."""
+        string body, free or counted far from its bound) ORed into ``words``, walking only the
+        subtrees below the frontier, from the state above each (``_frontier_mask``); ``accepting``:
+        whether other configurations of the set accept (EOS; ``g`` is inside a terminal). Returns
+        (allowed count, the only allowed token or -1)."""
         inside, roots, root_g = frontier
         root_c = np.full(len(roots), c, dtype=np.int32)
         start = True
@@ -2003,7 +1990,8 @@ class CFGCompiledGrammar(CompiledGrammar):
                                         start)
             start = False
             if status == 0:
-                return
+                _, count, last, _ = buffers.done.tolist()
+                return count, last
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
@@ -2043,25 +2031,23 @@ class CFGCompiledGrammar(CompiledGrammar):
         return near
 
     def _near_loop_walk(self, c: int, g: int, near: tuple, buffers: "_WalkBuffers", words: np.ndarray,
-                        accepting: bool) -> int:
+                        accepting: bool) -> tuple[int, int]:
         """The mask of configuration ``(c, g)`` for a state ``g`` near a loop state (``_near_loop``)
         ORed into ``words``: the loop state's mask in context ``c`` (kept as the mask of
         ``(c, loop)``: the next state of a key being spelled is near the same one), less the
         tokens below the nodes where the two part, plus walks below them from ``g``'s side.
-        Returns 0 visited nodes."""
+        Returns (allowed count, the only allowed token or -1)."""
         roots, root_g, loop = near
         key = (c, int(self.lexers.mask_class[loop]))
         entry = self._class_masks.get(key)
         if entry is None:
             loop_words = np.zeros(self._n_words, dtype=np.uint32)
-            self._combined_walk([(c, loop)], buffers, loop_words, False)
-            _, count, last = buffers.done.tolist()
+            count, last = self._combined_walk([(c, loop)], loop_words, False, share=False)
             entry = self._class_masks[key] = MaskEntry.of(loop_words, count, last)
         nodes = trie_nodes(self.index.trie)
         inside = _without_subtrees(entry._raw, roots, nodes.token_start, nodes.skip, self.index.trie.ids,
                                    nodes.dup_of, nodes.dup_ids)
-        self._frontier_walk(c, g, (inside, roots, root_g), words, buffers, accepting)
-        return 0
+        return self._frontier_walk(c, g, (inside, roots, root_g), words, buffers, accepting)
 
     def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
                        nested: bool = True, max_nodes: int = -1) -> bool:
@@ -2167,38 +2153,50 @@ class CFGCompiledGrammar(CompiledGrammar):
             self._buffers = _WalkBuffers(trie.max_len, (len(trie.ids) + 31) // 32, self._n_words)
         return self._buffers
 
-    def _combined_walk(self, configs, buffers: "_WalkBuffers", words: np.ndarray, accepting: bool) -> int:
-        """One walk of the whole trie carrying the configuration set, and the rest of the mask
-        (``_combined_mask``): ``words`` completed, the allowed count and single token in
-        ``buffers.done``; ``accepting``: whether other configurations of the set accept. Returns
-        the number of trie nodes it visited (0 when one loop state's frontier walk gave the mask:
-        ``_frontier_walk``)."""
+    def _combined_walk(self, configs, words: np.ndarray, accepting: bool, share: bool = True) -> tuple[int, int]:
+        """One walk of the whole trie carrying the configuration set (a set or list of pairs), and
+        the rest of the mask (``_combined_mask``): ``words`` completed; ``accepting``: whether
+        other configurations of the set accept. Returns (allowed count, the only allowed token or
+        -1). With ``share``, a walk through more than ``shared_walk_nodes`` trie nodes sends the
+        configurations' classes to the split walk from then on (a loop state's frontier walk,
+        ``_frontier_walk``, is no such walk). Every uncached mask of most grammars comes here: its
+        common case, one configuration walked at once, runs the fewest Python steps (each costs
+        ~0.5-1 us right after a walk has evicted the interpreter's caches)."""
+        buffers = self._buffers
         n_configs = len(configs)
-        c0, g0 = configs[0]  # (one configuration: ``_combined_mask`` writes it, cheaper than two numpy stores)
-        if n_configs > 1:
+        loop_states = 0  # (whether ``_combined_mask`` is to judge the one configuration's state: 1, 2 near loops too)
+        if n_configs == 1:  # (``_combined_mask`` writes it, cheaper than two numpy stores)
+            (c0, g0), = configs
+            if self.loop_frontiers:
+                frontier = self._frontiers.get(g0, _MISSING)
+                if frontier is _MISSING:
+                    loop_states = 2 if self._near_found or self._near_misses < NEAR_LOOP_TRIES else 1
+                elif frontier is not None:
+                    return self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
+                else:
+                    near = self._near.get(g0)
+                    if near is not None:
+                        return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
+        else:
             cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
-            for k, (c, g) in enumerate(configs):
+            for k, (c, g) in enumerate(sorted(configs)):
                 cfg_c[0, k] = c
                 cfg_g[0, k] = g
-        loop_states = 0  # (whether ``_combined_mask`` is to judge the one configuration's state: 1, 2 near loops too)
-        if self.loop_frontiers and n_configs == 1:
-            frontier = self._frontiers.get(g0, _MISSING)
-            if frontier is _MISSING:
-                loop_states = 2 if self._near_found or self._near_misses < NEAR_LOOP_TRIES else 1
-            elif frontier is not None:
-                self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
-                return 0
-            else:
-                near = self._near.get(g0)
-                if near is not None:
-                    return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
+            c0 = g0 = 0  # (read for one configuration only)
         while True:
             status = self._kernels.run(_combined_mask, self._walk_args(), words, n_configs, accepting, loop_states, c0, g0)
+            if status == 0:
+                if loop_states:  # (judged no loop state, nor near one where looked for: not judged again)
+                    self._frontiers[g0] = None
+                _, count, last, visited = buffers.done.tolist()
+                if share and visited > self.shared_walk_nodes and len(configs) <= SHARED_WALK_CONFIGS:
+                    classes = self.lexers.mask_class
+                    self._shared.update(int(classes[g]) for _, g in configs)
+                return count, last
             if status == LOOP_STATE:
                 frontier = self._frontier(g0)
                 if frontier is not None:
-                    self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
-                    return 0
+                    return self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
                 loop_states = 0
                 continue
             if status == NEAR_LOOP:
@@ -2211,8 +2209,6 @@ class CFGCompiledGrammar(CompiledGrammar):
                 self._serve(buffers.need)
                 continue
             n_configs = 0  # (a resumed walk)
-            if status == 0:
-                return int(buffers.pos[1])
             if status == 2:
                 raise self._too_ambiguous_in_token()
             self._serve(buffers.need)
