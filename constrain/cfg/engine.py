@@ -574,9 +574,9 @@ def _combined_mask(a, words, n_configs, accepting, loop_states, c0, g0):  # prag
     """A combined-walk mask in one call, its arrays read from one ``WalkArgs`` (see ``walk_args``):
     ``_walk_cfg`` from the ``n_configs`` configurations at depth 0 of ``a.cfg_c``/``a.cfg_g``
     (0: resume a paused walk; one configuration is ``(c0, g0)``, written there here), then
-    ``_finish_mask``. ``a.done`` = [accepting, allowed count, the
-    only allowed token or -1, trie nodes visited]; ``accepting`` says whether configurations walked elsewhere (the
-    split walk) accept. Returns ``_walk_cfg``'s status (count and token are set when it is 0).
+    ``_finish_mask``. ``a.done`` = [accepting, allowed count, the only allowed token or -1, trie
+    nodes visited]; ``accepting`` says whether configurations walked elsewhere (the split walk)
+    accept. Returns ``_walk_cfg``'s status (count, token and visited are set when it is 0).
 
     With ``loop_states`` (> 0), one configuration whose lexer state may have a loop frontier (it
     loops into its own class on ASCII bytes, unbounded, and ends no terminal) is not walked: status
