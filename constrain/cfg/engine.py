@@ -1975,8 +1975,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._frontiers[g] = hit
         return hit
 
-    def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, buffers: "_WalkBuffers",
-                       accepting: bool) -> tuple[int, int]:
+    def _frontier_walk(self, c: int, g: int, frontier: tuple, words: np.ndarray, accepting: bool) -> tuple[int, int]:
         """The mask of one configuration whose lexer state has a loop ``frontier`` (``_frontier``: a
         string body, free or counted far from its bound) ORed into ``words``, walking only the
         subtrees below the frontier, from the state above each (``_frontier_mask``); ``accepting``:
@@ -1984,6 +1983,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         (allowed count, the only allowed token or -1)."""
         inside, roots, root_g = frontier
         root_c = np.full(len(roots), c, dtype=np.int32)
+        buffers = self._buffers
         start = True
         while True:
             status = self._kernels.run(_frontier_mask, self._walk_args(), words, inside, roots, root_c, root_g, accepting,
@@ -2030,8 +2030,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         self._near[g] = near
         return near
 
-    def _near_loop_walk(self, c: int, g: int, near: tuple, buffers: "_WalkBuffers", words: np.ndarray,
-                        accepting: bool) -> tuple[int, int]:
+    def _near_loop_walk(self, c: int, g: int, near: tuple, words: np.ndarray, accepting: bool) -> tuple[int, int]:
         """The mask of configuration ``(c, g)`` for a state ``g`` near a loop state (``_near_loop``)
         ORed into ``words``: the loop state's mask in context ``c`` (kept as the mask of
         ``(c, loop)``: the next state of a key being spelled is near the same one), less the
@@ -2047,7 +2046,7 @@ class CFGCompiledGrammar(CompiledGrammar):
         nodes = trie_nodes(self.index.trie)
         inside = _without_subtrees(entry._raw, roots, nodes.token_start, nodes.skip, self.index.trie.ids,
                                    nodes.dup_of, nodes.dup_ids)
-        return self._frontier_walk(c, g, (inside, roots, root_g), words, buffers, accepting)
+        return self._frontier_walk(c, g, (inside, roots, root_g), words, accepting)
 
     def _boundary_into(self, c: int, inside: np.ndarray, boundary: tuple, words: np.ndarray,
                        nested: bool = True, max_nodes: int = -1) -> bool:
@@ -2172,11 +2171,11 @@ class CFGCompiledGrammar(CompiledGrammar):
                 if frontier is _MISSING:
                     loop_states = 2 if self._near_found or self._near_misses < NEAR_LOOP_TRIES else 1
                 elif frontier is not None:
-                    return self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
+                    return self._frontier_walk(c0, g0, frontier, words, accepting)
                 else:
                     near = self._near.get(g0)
                     if near is not None:
-                        return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
+                        return self._near_loop_walk(c0, g0, near, words, accepting)
         else:
             cfg_c, cfg_g = buffers.cfg_c, buffers.cfg_g
             for k, (c, g) in enumerate(sorted(configs)):
@@ -2196,13 +2195,13 @@ class CFGCompiledGrammar(CompiledGrammar):
             if status == LOOP_STATE:
                 frontier = self._frontier(g0)
                 if frontier is not None:
-                    return self._frontier_walk(c0, g0, frontier, words, buffers, accepting)
+                    return self._frontier_walk(c0, g0, frontier, words, accepting)
                 loop_states = 0
                 continue
             if status == NEAR_LOOP:
                 near = self._near_loop(g0, int(buffers.need[1]))
                 if near is not None:
-                    return self._near_loop_walk(c0, g0, near, buffers, words, accepting)
+                    return self._near_loop_walk(c0, g0, near, words, accepting)
                 loop_states = 0
                 continue
             if status == RETRY:
