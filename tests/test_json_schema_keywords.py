@@ -452,20 +452,24 @@ def test_length_bounds_a_format_or_pattern_implies_are_not_counted(index):
 
 
 def test_string_keywords_too_big_together_are_refused_with_their_pointer(index):
-    """A length bound whose product with a pattern is past the state limit is refused as that
-    keyword at its pointer (``constrain.UnsupportedSchemaError``), not a bare ``RegexError`` at
-    ``#``; under ``unsupported="ignore"`` the length bound is dropped and the pattern kept."""
+    """Where one automaton is needed (property names, a negation) a length bound whose product with
+    a pattern is past the state limit is refused as that keyword at its pointer
+    (``constrain.UnsupportedSchemaError``), not a bare ``RegexError`` at ``#``; under
+    ``unsupported="ignore"`` the length bound is dropped and the pattern kept. (A value is a
+    conjunction terminal instead: ``test_json_schema_conjunction.py``.)"""
     import constrain
 
     words = {"type": "string", "pattern": "^(?:\\S+\\s+){0,49}\\S+$", "minLength": 1, "maxLength": 500}
-    schema = {"type": "object", "properties": {"summary": words}, "required": ["summary"]}
+    schema = {"type": "object", "propertyNames": words}
     with pytest.raises(constrain.UnsupportedSchemaError) as e:
         Grammar.from_json_schema(schema)
-    assert e.value.keyword == "maxLength" and e.value.pointer == "#/properties/summary/maxLength"
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/propertyNames/maxLength"
     loose = compiled(schema, index, unsupported="ignore")
-    assert loose.accepts_text(dumps({"summary": "two words"}))
-    assert loose.accepts_text(dumps({"summary": "x" * 600}))  # (the dropped bound: documented loosening)
-    assert not loose.accepts_text(dumps({"summary": "ends with a space "}))  # (the pattern stays)
+    assert loose.accepts_text(dumps({"two words": 1}))
+    assert loose.accepts_text(dumps({"x" * 600: 1}))  # (the dropped bound: documented loosening)
+    assert not loose.accepts_text(dumps({"ends with a space ": 1}))  # (the pattern stays)
+    exact = compiled({"type": "object", "properties": {"summary": words}, "required": ["summary"]}, index)
+    assert exact.accepts_text(dumps({"summary": "x" * 500})) and not exact.accepts_text(dumps({"summary": "x" * 501}))
     assert constrain.UnsupportedSchemaError is UnsupportedSchemaError
     assert constrain.SchemaError is SchemaError and constrain.EmptySchemaError is EmptySchemaError
 

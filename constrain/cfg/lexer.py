@@ -41,6 +41,9 @@ READY, NEED_ROOM, FULL = 0, 1, 2  # results of ``ensure_expanded``
 # positions in ``LexerBlocks.lx`` of the arrays the engine's walks read
 LX_TRANS, LX_EXPANDED, LX_LOOPS, LX_ACC_PTR, LX_ACC_TERMS, LX_CTR = 10, 11, 12, 13, 14, 25
 LX_TERM_COMP, LX_NO_WORD, LX_BLOCK_WORK, LX_TERM_VETO = 30, 31, 34, 35
+# rows of ``LexerBlocks._conj_info``, per conjunction terminal (``_pair_alive``): its pattern's first
+# component, its chain's, the chain's states per character, its bound, where its ``need`` starts, its states
+CJ_PATTERN, CJ_CHAIN, CJ_K, CJ_HI, CJ_NEED, CJ_STATES = range(6)
 ANY_DEPTH = np.uint64(0xFFFFFFFFFFFFFFFF)  # word 2 of the loop bits of a state whose loop is unbounded
 MIN_BOUNDED_LOOP_BYTES = 8  # a smaller group of bytes is not worth a depth-bounded loop
 UTF8_ITEMS = 64  # (state, bytes due, byte range) items ``_utf8_chars_end`` may list
@@ -115,7 +118,7 @@ def has_room(lx):  # pragma: no cover - numba
     (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo, block_work, term_veto) = lx
+     loop_work, utf8_memo, block_work, term_veto, comp_conj, conj_info, conj_need) = lx
     n = ctr[N_STATES]
     cv_n = ctr[N_CLASS_VECTORS]
     k = ctr[LONGEST]
@@ -154,14 +157,15 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
     (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo, block_work, term_veto) = lx
+     loop_work, utf8_memo, block_work, term_veto, comp_conj, conj_info, conj_need) = lx
     if expanded[q]:
         return READY
     if not has_room(lx):
         return NEED_ROOM
     n = ctr[N_STATES]
     n2 = _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, trans,
-                       vec_ptr, vec, hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut, comp_acc, comp_term)
+                       vec_ptr, vec, hashes, slots, n, ctr[MAX_STATES], single_of, scratch, prev, cut, comp_acc, comp_term,
+                       comp_conj, conj_info, conj_need)
     if n2 < 0:
         return FULL
     for s in range(n, n2):
@@ -207,6 +211,8 @@ def ensure_expanded(lx, q):  # pragma: no cover - numba
         best_lo, best_hi, best_h, best_utf8 = np.uint64(0), np.uint64(0), 0, False
         utf8 = trans[q, 0xC2] >= 0  # (some UTF-8 character may follow: worth checking them)
         for j in range(vec_ptr[q], vec_ptr[q + 1]):
+            if comp_conj[vec[j]] != 0:  # (one half of a conjunction: its bytes may kill the other half)
+                continue
             lo, hi, h, with_utf8 = _bounded_loop(vec[j], flats, comp_row, comp_shift, comp_map, class_maps,
                                                  comp_class, 63, utf8, loop_work, utf8_memo)
             if h > best_h or (h == best_h and with_utf8 and not best_utf8):
@@ -427,7 +433,7 @@ def add_start(lx, starts, k):  # pragma: no cover - numba
     (flats, comp_row, comp_map, class_maps, class_cuts, class_width, comp_acc, comp_term, comp_class, single_of,
      trans, expanded, loops, acc_ptr, acc_terms, mask_class, vec_ptr, vec, hashes, slots,
      cv_ptr, cv_vec, cv_hashes, cv_slots, cv_class, ctr, scratch, prev, cut, comp_shift, term_comp, no_word,
-     loop_work, utf8_memo, block_work, term_veto) = lx
+     loop_work, utf8_memo, block_work, term_veto, comp_conj, conj_info, conj_need) = lx
     n = ctr[N_STATES]
     twins = 2 if ctr[WORD_TWINS] else 1
     for s in range(n, n + twins):
@@ -523,7 +529,8 @@ def _describe_state(s, fresh_class, comp_acc, comp_term, comp_class, vec_ptr, ve
 
 @no_refcounts()
 def _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cuts, class_width, rows, vec_ptr,
-                  vec, hashes, slots, n, max_states, single_of, scratch, prev, cut, comp_acc, comp_term):  # pragma: no cover
+                  vec, hashes, slots, n, max_states, single_of, scratch, prev, cut, comp_acc, comp_term, comp_conj,
+                  conj_info, conj_need):  # pragma: no cover
     """Row ``q`` of the product, interning the vectors it reaches; returns the new state count
     (-1 past ``max_states``). The caller (``ensure_expanded``) has checked that the store has room
     for the 256 states a row can add (``has_room``).
@@ -557,7 +564,9 @@ def _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cu
     prev_found = -1
     cut[:] = False
     cut[0] = True
+    conj = False  # (some component is half of a conjunction: ``_apply_conjunctions``)
     for j in range(lo, hi):
+        conj = conj or comp_conj[vec[j]] != 0
         cuts_j = class_cuts[comp_map[vec[j]]]
         for b in range(256):
             cut[b] |= cuts_j[b]
@@ -577,6 +586,8 @@ def _expand_state(q, flats, comp_row, comp_shift, comp_map, class_maps, class_cu
                 vetoes = vetoes or (comp_term[g2] < 0 and comp_acc[g2])
         if vetoes:
             m = _apply_vetoes(scratch, m, comp_acc, comp_term)
+        if conj:
+            m = _apply_conjunctions(scratch, m, comp_conj, conj_info, conj_need)
         if m == prev_m:  # most bytes lead where the previous byte led
             same = True
             for x in range(m):
@@ -628,6 +639,46 @@ def _apply_vetoes(scratch, m, comp_acc, comp_term):  # pragma: no cover - numba
             scratch[w] = g
             w += 1
     return w
+
+
+@numba.njit(cache=True, inline="always")
+def _apply_conjunctions(scratch, m, comp_conj, conj_info, conj_need):  # pragma: no cover - numba
+    """Drop from the vector ``scratch[:m]`` each half of a conjunction terminal (a pattern under a
+    length bound, ``regex.conjunction``) whose other half is gone, and both halves where the
+    pattern can no longer finish within the characters the chain has left (``_pair_alive``).
+    Returns the new length."""
+    w = 0
+    for x in range(m):
+        g = scratch[x]
+        j = comp_conj[g]
+        if j != 0:
+            other = -1
+            for y in range(m):  # (a dropped half found here was dropped for the same pair)
+                if comp_conj[scratch[y]] == -j:
+                    other = scratch[y]
+                    break
+            if other < 0:
+                continue
+            alive = _pair_alive(g, other, j - 1, conj_info, conj_need) if j > 0 else \
+                _pair_alive(other, g, -j - 1, conj_info, conj_need)
+            if not alive:
+                continue
+        scratch[w] = g
+        w += 1
+    return w
+
+
+@numba.njit(cache=True, inline="always")
+def _pair_alive(gp, gc, j, conj_info, conj_need):  # pragma: no cover - numba
+    """Whether conjunction ``j``'s pattern component ``gp`` can finish within what its chain
+    component ``gc`` has left (``regex.conjunction``: ``need <= hi - copy``)."""
+    c = gc - conj_info[j, CJ_CHAIN]
+    if c == 0 or c == conj_info[j, CJ_STATES] - 1:  # (before the opening quote, after the closing one)
+        return True
+    k = conj_info[j, CJ_K]
+    i = (c - 1) // k
+    p = gp - conj_info[j, CJ_PATTERN]
+    return conj_need[conj_info[j, CJ_NEED] + p * k + (c - 1) - i * k] <= conj_info[j, CJ_HI] - i
 
 
 @no_refcounts()
@@ -774,6 +825,15 @@ class LexerBlocks:
         # of B" (an object's undeclared keys) is A's automaton beside B's in the product, and a
         # byte where B accepts drops A's components and B's (``_apply_vetoes``)
         self._term_veto = np.full(max(len(terminals), 1), -1, dtype=np.int32)
+        # conjunction terminals (a pattern under a length bound, ``regex.conjunction``): the pattern's
+        # automaton is the terminal's component, the counted chain its ``_term_veto`` partner (never
+        # accepting: the pattern's closing quote is the chain's); per component 0, or +-(j + 1) for
+        # conjunction j's pattern (+) or chain (-); per conjunction its ``CJ_*`` row and ``need``
+        self._comp_conj = np.zeros(k, dtype=np.int32)
+        self._conj_info = np.zeros((1, 6), dtype=np.int64)
+        self._conj_need = np.zeros(1, dtype=np.int32)
+        self._n_conj = 0
+        self._conj_need_n = 0
         self._tpl_kept: list = []  # the automata templates were made of (``id`` names them)
         self._static_flat = _STATIC_FLAT[0]  # the process's table of big static automata (``_static_rows``)
         self._shares = shared and chains
@@ -853,7 +913,8 @@ class LexerBlocks:
                         self._mask_class,
                         self._vec_ptr, self._vec, self._hashes, self._slots, *self._cv, self._cv_class, self._ctr,
                         self._scratch, self._prev, self._cut, self._comp_shift, self._term_comp, self._no_word,
-                        self._loop_work, self._utf8_memo, self._block_work, self._term_veto)
+                        self._loop_work, self._utf8_memo, self._block_work, self._term_veto, self._comp_conj,
+                        self._conj_info, self._conj_need)
             assert all(self._lx[i] is a for i, a in ((LX_TRANS, self._trans), (LX_EXPANDED, self._expanded),
                        (LX_LOOPS, self._loops), (LX_ACC_PTR, self._acc_ptr), (LX_ACC_TERMS, self._acc_terms),
                        (LX_CTR, self._ctr), (LX_TERM_COMP, self._term_comp), (LX_NO_WORD, self._no_word)))
@@ -927,11 +988,19 @@ class LexerBlocks:
         terms: list[int] = []  # the component runs: a terminal, or ~terminal for its veto ...
         runs: list[list[int]] = []  # ... their templates ...
         offsets: list[int] = []  # ... and the start state within each run's first copy
+        conjunctions = []
         for t in terminals:
             if int(self._term_comp[t]) != UNBUILT:
                 continue
             node = self.terminals[t]
             try:
+                conj = _conjunction_parts(node)
+                if conj is not None:
+                    terms += [t, ~t]
+                    runs += [[self._dfa_template(conj.pattern)], [self._partner_template(conj.chain)]]
+                    offsets += [conj.pattern.start, 0]
+                    conjunctions.append((t, conj))
+                    continue
                 vetoed = _vetoed_parts(node)
                 if vetoed is not None:
                     dfa, veto = vetoed
@@ -961,6 +1030,24 @@ class LexerBlocks:
                 self._term_comp[t] = first + start
             else:
                 self._term_veto[~t] = first + start
+        for t, conj in conjunctions:
+            self._add_conjunction(int(self._term_comp[t]) - conj.pattern.start, int(self._term_veto[t]), conj)
+
+    def _add_conjunction(self, pattern_first: int, chain_first: int, conj) -> None:
+        """Mark a conjunction terminal's two component runs and store its ``CJ_*`` row and ``need``."""
+        j = self._n_conj
+        if j == self._conj_info.shape[0]:
+            self._conj_info = grown_rows(self._conj_info, 2 * j)
+        off = self._conj_need_n
+        n_chain = conj.chain.num_states
+        self._conj_need = _room(self._conj_need, off + conj.need.shape[0])
+        self._conj_need[off: off + conj.need.shape[0]] = conj.need
+        self._conj_need_n = off + conj.need.shape[0]
+        self._conj_info[j] = pattern_first, chain_first, conj.k, conj.hi, off, n_chain
+        self._comp_conj[pattern_first: pattern_first + conj.pattern.num_states] = j + 1
+        self._comp_conj[chain_first: chain_first + n_chain] = -(j + 1)
+        self._n_conj = j + 1
+        self._lx = None
 
     def _dfa_templates(self, dfa) -> list[int]:
         """The templates ``dfa`` is laid out as: itself, or for an automaton whose states from
@@ -1057,6 +1144,9 @@ class LexerBlocks:
             (self._comp_row, self._comp_shift, self._comp_acc, self._comp_term, self._comp_class,
              self._comp_cls_id, self._single_of, self._utf8_memo) = (_room(a, -top) for a in self._component_arrays())
             self._lx = None
+        if self._comp_conj.shape[0] < self._comp_row.shape[0]:  # (0 for every component not a conjunction's)
+            self._comp_conj = _room(self._comp_conj, self._comp_row.shape[0], 0)
+            self._lx = None
         self._n_comp = top
         return firsts.tolist()
 
@@ -1079,6 +1169,16 @@ class LexerBlocks:
         if lives_for_process(dfa) and self._shares and parts.n <= SHARED_MAX_STATES:  # and for every later lexer
             _share_template(key, dfa, parts, static_row)
         return self._add_template(key, dfa, parts, static_row)
+
+    def _partner_template(self, chain) -> int:
+        """Template of a conjunction's counted chain: its automaton's, never accepting (the
+        terminal ends where its pattern's component accepts, at the same closing quote)."""
+        key = ("partner", id(chain), self.token_depth)
+        hit = self._tpl_of.get(key)
+        if hit is not None:
+            return hit
+        parts = _dfa_template_parts(chain, self.token_depth)
+        return self._add_template(key, chain, parts._replace(accepting=np.zeros(parts.n, dtype=np.bool_)))
 
     def _piece_template(self, pid: int) -> int:
         """Template of static piece ``pid`` as a chain link (``automaton.chain_link``)."""
@@ -1167,6 +1267,14 @@ class LexerBlocks:
             self.make_room()
             start = add_start(self.lx, starts, len(starts))
         return int(start)
+
+
+def _conjunction_parts(node):
+    """The ``regex.conjunction.Conjunction`` of a terminal that is a pattern under a length bound
+    not built as one automaton, else None."""
+    if node[0] != "dfa" or not isinstance(node[1], LazyDFA) or node[1].is_built:
+        return None
+    return getattr(node[1], "conjunction_of", None)
 
 
 def _vetoed_parts(node) -> tuple | None:

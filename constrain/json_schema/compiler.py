@@ -31,6 +31,7 @@ from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, si
 from constrain.json_schema.refs import RefResolver, pointer_segment as _esc
 from constrain.regex import automaton, boolean
 from constrain.regex.ast import hashed, length_range
+from constrain.regex.conjunction import conjunction_leaf
 from constrain.regex.parse import parse_regex, parse_search_regex
 
 _FREE_STRING = js.string_of_length()
@@ -104,6 +105,9 @@ MAX_DFA_LENGTH = 128
 LENGTH_CHUNK = js.LENGTH_CHUNK  # (defined with the strings laid out over its remainder)
 LONG_CHUNK = 1024
 MAX_DFA_COUNTED_LENGTH = 4096
+# a pattern/format under maxLength whose automaton would have more states than this (pattern states
+# x characters) is a conjunction terminal instead (``_bounded_pattern``)
+CONJUNCTION_PRODUCT = 60_000
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
 MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
@@ -822,6 +826,10 @@ class _Builder:
             return js.string_of_length()
         if len(parts) == 1:
             return parts[0]
+        if max_len is not None and not regular:
+            leaf = self._bounded_pattern(parts[1:], min_len, max_len, pointer)
+            if leaf is not None:
+                return leaf
         try:
             result = boolean.intersect(*parts)
         except RegexError as e:  # too big together: say which keywords, where (a length bound may go)
@@ -836,6 +844,27 @@ class _Builder:
         if result is None:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
+
+    def _bounded_pattern(self, others: list, min_len: int, max_len: int, pointer: str):
+        """The strings of ``others`` (patterns, formats) of ``min_len..max_len`` characters as a
+        conjunction terminal (``regex.conjunction``: the lexer runs the pattern and a counted chain
+        side by side) when their one automaton would be big (a state per pattern state and
+        character: past ``CONJUNCTION_PRODUCT`` of them); None to build that automaton (or to refuse
+        as before, where even the pattern cannot be built)."""
+        try:
+            pattern = others[0] if len(others) == 1 else boolean.intersect(*others)
+            if pattern is not None and min_len:  # (the chain counts up to max_len only)
+                pattern = boolean.intersect(pattern, js.string_of_length(min_len, None))
+            if pattern is None:
+                raise EmptySchemaError("no string satisfies the constraints together", pointer)
+            if automaton.lexer_dfa(pattern).num_states * (max_len + 1) <= CONJUNCTION_PRODUCT:
+                return None
+        except RegexError:
+            return None
+        leaf = conjunction_leaf(pattern, max_len, js.char_dfa())
+        if leaf is None:
+            raise EmptySchemaError(f"no string matching the pattern/format has at most {max_len} characters", pointer)
+        return leaf
 
     def _unimplied_bounds(self, min_len: int, max_len: int | None, patterns: list, formats: list, pointer: str):
         """(minLength, maxLength) with the bounds that a pattern or format already implies dropped

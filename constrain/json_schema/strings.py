@@ -298,13 +298,18 @@ def _split_chars(min_len: int, max_len: int, opening: bool, k: int):
     return ("dfa", body)
 
 
-def _counted_chain(min_len: int, max_len: int, opening: bool, closing: bool):
-    """The automaton of ``chars(...)`` above 16 characters: a counted chain (``counted.repeat_dfa``)."""
+def char_dfa():
+    """The DFA of one character's JSON spellings (prefix-free: ``counted.prefix_free_dfa``), one per process."""
     global _CHAR_DFA
     if _CHAR_DFA is None:
         _CHAR_DFA = counted.prefix_free_dfa(ANY_CHAR)
+    return _CHAR_DFA
+
+
+def _counted_chain(min_len: int, max_len: int, opening: bool, closing: bool):
+    """The automaton of ``chars(...)`` above 16 characters: a counted chain (``counted.repeat_dfa``)."""
     quote = ord('"')
-    return counted.repeat_dfa(_CHAR_DFA, min_len, max_len, before=quote if opening else None,
+    return counted.repeat_dfa(char_dfa(), min_len, max_len, before=quote if opening else None,
                               after=quote if closing else None)
 
 
