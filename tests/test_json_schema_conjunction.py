@@ -31,9 +31,11 @@ CASES = {
                       "a" * 20 + " bcd", "a  b"]),
     "email": ({"type": "string", "format": "email", "minLength": 8, "maxLength": 20},
               ["ab@cd.ef", "abcdefgh@example.com", "a.b-c@d-e.fg", "x@y.zz"]),
-    # (at 9 characters "ABC-1234-" would need one more: the pair is dropped, so "-" is not allowed there)
-    "code": ({"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}(-[a-z]+)?$", "maxLength": 9},
-             ["ABC-1234", "XYZ-0000-a", "ABC-1234-", "ABC-12345"]),
+    # (a prefix of 13 letters leaves 7 characters, one short of "ABC-1234": the pair is dropped, so a
+    # 13th letter is not allowed)
+    "code": ({"type": "string", "pattern": "^[a-z]{0,30}[A-Z]{3}-[0-9]{4}(-[a-z]+)?$", "maxLength": 20},
+             ["abcABC-1234", "a" * 12 + "ABC-1234", "a" * 13 + "ABC-1234", "a" * 11 + "ABC-1234-x",
+              "ABC-1234-abcdefghijk"]),
     # a need of up to 8 characters far past a token's length from the start: the chain's copies
     # share mask classes only where no pair a token reaches can be dropped
     "codes": ({"type": "string", "pattern": "^(?:[A-Z]{3}-[0-9]{4} )*[A-Z]{3}-[0-9]{4}$", "maxLength": 107},
@@ -180,6 +182,6 @@ def test_schemas_past_the_product_limit_compile_exactly(pattern, lo, hi, types, 
 @pytest.mark.parametrize("conjunction", [True, False])
 def test_a_bound_no_string_of_the_pattern_fits_is_an_empty_schema(conjunction, monkeypatch):
     monkeypatch.setattr(schema_compiler, "CONJUNCTION_PRODUCT", 0 if conjunction else 10**9)
-    with pytest.raises(constrain.EmptySchemaError):  # (four words need seven characters)
-        Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S+\\s+){3}\\S+$", "maxLength": 6})
-    Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S+\\s+){3}\\S+$", "maxLength": 7})
+    with pytest.raises(constrain.EmptySchemaError):  # (four words of five letters are 23 characters)
+        Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S{5}\\s){3}\\S{5}$", "maxLength": 22})
+    Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S{5}\\s){3}\\S{5}$", "maxLength": 24})

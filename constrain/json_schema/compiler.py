@@ -826,8 +826,8 @@ class _Builder:
             return js.string_of_length()
         if len(parts) == 1:
             return parts[0]
-        if max_len is not None and not regular:
-            leaf = self._bounded_pattern(parts[1:], min_len, max_len, pointer)
+        if max_len is not None and not regular and len(parts) == 2:
+            leaf = self._bounded_pattern(parts[1], min_len, max_len, pointer)
             if leaf is not None:
                 return leaf
         try:
@@ -845,25 +845,26 @@ class _Builder:
             raise EmptySchemaError("no string satisfies the constraints together", pointer)
         return result
 
-    def _bounded_pattern(self, others: list, min_len: int, max_len: int, pointer: str):
-        """The strings of ``others`` (patterns, formats) of ``min_len..max_len`` characters as a
-        conjunction terminal (``regex.conjunction``: the lexer runs the pattern and a counted chain
-        side by side) when their one automaton would be big (a state per pattern state and
-        character: past ``CONJUNCTION_PRODUCT`` of them); None to build that automaton (or to refuse
-        as before, where even the pattern cannot be built)."""
+    def _bounded_pattern(self, pattern, min_len: int, max_len: int, pointer: str):
+        """The strings of ``pattern`` (one pattern or format) of ``min_len..max_len`` characters as
+        a conjunction terminal (``regex.conjunction``: the lexer runs the pattern and a counted
+        chain side by side) when their one automaton would be big (a state per pattern state and
+        character: past ``CONJUNCTION_PRODUCT``); None to build that automaton as before (or refuse
+        it). The estimate reads the pattern's automaton, which the product builds anyway (above
+        ``MAX_COUNTED_CHARS`` the chain is a DFA leaf, so the product does not split the quotes off)."""
+        if max_len <= js.MAX_COUNTED_CHARS:
+            return None
         try:
-            pattern = others[0] if len(others) == 1 else boolean.intersect(*others)
-            if pattern is not None and min_len:  # (the chain counts up to max_len only)
-                pattern = boolean.intersect(pattern, js.string_of_length(min_len, None))
-            if pattern is None:
-                raise EmptySchemaError("no string satisfies the constraints together", pointer)
             if automaton.lexer_dfa(pattern).num_states * (max_len + 1) <= CONJUNCTION_PRODUCT:
                 return None
+            if min_len:  # (the chain counts up to max_len only)
+                pattern = boolean.intersect(pattern, js.string_of_length(min_len, None))
         except RegexError:
             return None
-        leaf = conjunction_leaf(pattern, max_len, js.char_dfa())
+        leaf = None if pattern is None else conjunction_leaf(pattern, max_len, js.char_dfa())
         if leaf is None:
-            raise EmptySchemaError(f"no string matching the pattern/format has at most {max_len} characters", pointer)
+            raise EmptySchemaError(f"no string matching the pattern/format has {min_len} to {max_len} characters",
+                                   pointer)
         return leaf
 
     def _unimplied_bounds(self, min_len: int, max_len: int | None, patterns: list, formats: list, pointer: str):

@@ -217,6 +217,7 @@ def _kept_for_process(body):
     return body
 
 
+MAX_COUNTED_CHARS = 16  # ``chars`` up to this bound are a regex repetition, above it a counted chain leaf
 # A long string's short chunk (``compiler.chunk_plan``): a counted string under it is laid out over
 # the fixed remainder of such a chunk (``_split_chars``)
 LENGTH_CHUNK = 256
@@ -246,7 +247,7 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
             else:
                 _BODIES.move_to_end(key)
             return hit
-    if max_len is None or max_len <= 16:
+    if max_len is None or max_len <= MAX_COUNTED_CHARS:
         body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
     elif closing and not fixed and max_len < chunk:
         body = _split_chars(min_len, max_len, opening, chunk)
