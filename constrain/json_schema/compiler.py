@@ -108,6 +108,7 @@ MAX_DFA_COUNTED_LENGTH = 4096
 # a pattern/format under maxLength whose automaton would have more states than this (pattern states
 # x characters) is a conjunction terminal instead (``_bounded_pattern``)
 CONJUNCTION_PRODUCT = 60_000
+MAX_CONJUNCTION_LENGTH = 8192  # the longest maxLength a conjunction's chain counts (~20 component states a character)
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
 MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
@@ -796,7 +797,12 @@ class _Builder:
                     self.refuse("format", pointer + "/format",
                                 f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
             return self._long_string(min_len, max_len)
-        if long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH:
+        one_pattern = not regular and len(patterns) + sum(
+            f in FORMATS for f in formats if self.opt.formats == "assert") == 1
+        if one_pattern and min_len <= MAX_DFA_COUNTED_LENGTH and max_len is not None \
+                and MAX_DFA_COUNTED_LENGTH < max_len <= MAX_CONJUNCTION_LENGTH:
+            pass  # (a conjunction terminal counts it: ``_bounded_pattern``)
+        elif long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH:
             # a regular language is needed (intersection with a pattern/format, propertyNames, not):
             # the count must live in one DFA, a state per character: too large to build
             key = "maxLength" if max_len is not None and max_len > MAX_DFA_COUNTED_LENGTH else "minLength"
