@@ -107,7 +107,7 @@ LONG_CHUNK = 1024
 MAX_DFA_COUNTED_LENGTH = 4096
 # a pattern/format under maxLength whose automaton would have more states than this (pattern states
 # x characters) is a conjunction terminal instead (``_bounded_pattern``)
-CONJUNCTION_PRODUCT = 60_000
+CONJUNCTION_PRODUCT = 10_000
 MAX_CONJUNCTION_LENGTH = 8192  # the longest maxLength a conjunction's chain counts (~20 component states a character)
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
