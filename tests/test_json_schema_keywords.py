@@ -880,6 +880,17 @@ def test_all_of_merges(index):
         check_agrees(s, instances, index, property_order="any")
 
 
+def test_merged_patterns_and_formats_merge_again(index):
+    """Parts already merged (their patterns and formats lists) merged again keep every pattern and
+    format (JSONSchemaBench Github_medium o62823: a property's pattern under a dependency's; it was
+    refused as "two different values" of the merged list), and merging copies the lists it takes."""
+    inner = [{"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}, {"allOf": [{"pattern": "c"}, {"format": "email"}]}]
+    schema = {"type": "string", "allOf": inner}
+    check_agrees(schema, ["ab", "acb", "acb@x.com", "a@cb.co.b", "a@c.ob", "x@cb.cob"], index)
+    twice = {"type": "object", "properties": {"p": {"allOf": inner}, "q": {"allOf": [inner[0], {"pattern": "z"}]}}}
+    check_agrees(twice, [{"p": "a@cb.co.b", "q": "azb"}, {"p": "a@cb.co.b", "q": "ab"}, {"q": "azb"}], index)
+
+
 def test_any_of(index):
     schema = {"anyOf": [{"type": "integer", "maximum": 5}, {"type": "string", "maxLength": 1},
                         {"type": "integer", "minimum": 3}, {"type": "array", "items": {"type": "null"}}]}

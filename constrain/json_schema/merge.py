@@ -185,8 +185,8 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         if key == "const":
             _merge_key(out, "enum", [value], pointer, builder, parts)
             return
-        if key in ("__not_values", "__not_strings"):
-            out[key] = list(value)
+        if key in ("__not_values", "__not_strings", "__patterns", "__formats"):
+            out[key] = list(value)  # (a copy: a later "pattern" appends to it)
             return
         out[key] = value
         return
@@ -218,6 +218,8 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         out[key] = merged
     elif key in ("__not_values", "__not_strings"):
         out[key] = list(old) + list(value)
+    elif key in ("__patterns", "__formats"):  # (merged parts merged again: every pattern and format holds)
+        out[key] = list(dict.fromkeys(list(old) + list(value)))
     elif key == "enum":
         out[key] = [v for v in old if any(_json_equal(v, w) for w in value)]
     elif key in ("items", "additionalProperties", "propertyNames", "additionalItems"):
