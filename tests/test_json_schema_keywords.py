@@ -151,11 +151,43 @@ def test_decimal_multiple_of(index):
     assert {t: g.accepts_text(t) for t in texts} == want
 
 
-def test_fractional_multiple_of_not_a_power_of_ten_is_refused(index):
+@pytest.mark.parametrize("mult", ["0.25", "2.5", "0.3", "1.5", "0.07", "12.5"])
+def test_fractional_multiple_of_exact_in_decimal(mult, index):
+    """multipleOf c * 10^-k (JSONSchemaBench Github_medium o74461: 0.25): numbers spelled with at
+    most k fraction digits whose digits, as one integer, c divides; decided in decimal (jsonschema's
+    float quotient is not exact for most of these)."""
+    rng = random.Random(mult)
+    schema = {"type": "number", "multipleOf": float(mult), "minimum": -40, "maximum": 60}
+    texts = ["0", "-0", "1", "-1.5", "0.25", "0.75", "2.5", "7.5", "0.3", "0.9", "0.07", "0.14", "12.5", "25",
+             "60", "60.0", "-40", "-40.25", "60.25", "1.05", "0.5", "3", "4.5"]
+    texts += [f"{rng.randint(-400, 600) * Decimal(mult) / rng.choice([1, 1, 2, 5])}" for _ in range(60)]
+    texts = [t for t in texts if "E" not in t and "e" not in t]
+    places = -Decimal(mult).normalize().as_tuple().exponent
+
+    def want(t):
+        d = Decimal(t)
+        fraction = t.split(".")[1] if "." in t else ""
+        return d % Decimal(mult) == 0 and -40 <= d <= 60 and len(fraction) <= places
+
+    g = compiled(schema, index, **SPEC)
+    assert {t: g.accepts_text(t) for t in texts} == {t: want(t) for t in texts}
+
+
+def test_fractional_multiple_of_on_integers_is_an_integer_multiple(index):
+    """An integer is a multiple of c * 10^-k iff it is one of c / gcd(c, 10^k): ``{"type":
+    "integer", "multipleOf": 0.01}`` allows every integer and no fraction (it allowed ``1.5``)."""
+    for mult, k in ((0.01, 1), (0.25, 1), (2.5, 5), (1.5, 3), (0.3, 3)):
+        texts = ["0", "1", "-3", "5", "15", "30", "1.5", "2.5", "0.3", "7.0", "-10"]
+        check_agrees({"type": "integer", "multipleOf": mult}, [json.loads(t) for t in texts], index, texts=texts)
+        g = compiled({"type": "integer", "multipleOf": mult}, index, **SPEC)
+        assert g.accepts_text(str(7 * k)) and (k == 1 or not g.accepts_text(str(7 * k + 1)))
+
+
+def test_fractional_multiple_of_with_a_huge_residue_automaton_is_refused(index):
     with pytest.raises(UnsupportedSchemaError) as e:
-        Grammar.from_json_schema({"type": "number", "multipleOf": 2.5})
+        Grammar.from_json_schema({"type": "number", "multipleOf": 0.123456789})
     assert e.value.keyword == "multipleOf" and e.value.pointer == "#/multipleOf"
-    Grammar.from_json_schema({"type": "number", "multipleOf": 2.5}, unsupported="ignore")
+    Grammar.from_json_schema({"type": "number", "multipleOf": 0.123456789}, unsupported="ignore")
 
 
 # --------------------------------------------------------------------------- strings
@@ -557,6 +589,24 @@ def test_objects_required_and_additional(additional, index):
     texts = [dumps(dict(sorted(o.items(), key=lambda kv: order.get(kv[0], 3)))) for o in objects]
     check_agrees(schema, objects, index, texts=texts, property_order="schema")
     check_agrees(schema, objects, index, property_order="any")  # original (random) member order
+
+
+def test_many_pattern_properties_split_keys_by_the_patterns_they_match(index):
+    """Past 4 patternProperties (JSONSchemaBench Github_medium o51177: a catch-all and eleven names)
+    the keys are split one pattern at a time into the regions some key is in, instead of every
+    subset of the patterns; a key matching several must meet each of their schemas."""
+    names = {f"^K{i}$": {"type": "string", "maxLength": i} for i in range(1, 8)}
+    schema = {"type": "object", "additionalProperties": False, "properties": {"fixed": {"type": "boolean"}},
+              "patternProperties": {"^[A-Z0-9]+$": {"type": "string"}, "^K": {"minLength": 1}, **names}}
+    instances = [{}, {"K1": "a"}, {"K1": "ab"}, {"K1": ""}, {"K7": "abcdefg"}, {"K7": 3}, {"K8": "x" * 20},
+                 {"Kx": "y"}, {"Kx": 1}, {"AB": "s"}, {"ab": "s"}, {"fixed": True}, {"fixed": "x"},
+                 {"K2": "ab", "K3": "abc", "Q": "q"}, {"K9": 1}]
+    check_agrees(schema, instances, index, property_order="any")
+    overlapping = {"type": "object", "patternProperties": {f"{c}": {"type": "integer", "minimum": i}
+                                                           for i, c in enumerate("abcdefgh")}}
+    with pytest.raises(UnsupportedSchemaError) as e:  # (256 regions: keys may hold any subset of the letters)
+        Grammar.from_json_schema(overlapping)
+    assert e.value.keyword == "patternProperties"
 
 
 def test_strict_default_forbids_undeclared_properties(index):

@@ -13,6 +13,7 @@ Unknown keywords are annotations per the specification and are ignored.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 from dataclasses import dataclass
@@ -108,6 +109,8 @@ MAX_DFA_COUNTED_LENGTH = 4096
 # a pattern/format under maxLength whose automaton would have more states than this (pattern states
 # x characters) is a conjunction terminal instead (``_bounded_pattern``)
 CONJUNCTION_PRODUCT = 10_000
+MAX_KEY_REGIONS = 64  # patternProperties past 4: the most regions of keys (by the patterns they match) built
+MAX_MULTIPLE_STATES = 100_000  # multipleOf k, or c * 10^-p: its residue automaton's k + 4, or c * (p + 2), states
 MAX_CONJUNCTION_LENGTH = 8192  # the longest maxLength a conjunction's chain counts (~20 component states a character)
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
@@ -629,12 +632,18 @@ class _Builder:
             if m == m.to_integral_value():
                 integer = True
             else:
-                exp = -m.normalize().as_tuple().exponent
-                if m.normalize() != Decimal(1).scaleb(-exp):
-                    self.refuse("multipleOf", pointer + "/multipleOf", "a fractional multipleOf other than 10^-k")
+                places = -m.normalize().as_tuple().exponent
+                c = int(m.normalize().scaleb(places))  # multipleOf = c * 10^-places
+                if integer:  # an integer n is a multiple iff n * 10^places is one of c
+                    mult = c // math.gcd(c, 10 ** places)
+                elif c == 1:
+                    return self._decimal_places(lo, lo_strict, hi, hi_strict, places, pointer, integer)
+                elif c * (places + 2) > MAX_MULTIPLE_STATES:
+                    self.refuse("multipleOf", pointer + "/multipleOf",
+                                f"a fractional multipleOf whose residue automaton needs over {MAX_MULTIPLE_STATES} states")
                     mult = None
                 else:
-                    return self._decimal_places(lo, lo_strict, hi, hi_strict, exp, pointer, integer)
+                    return self._decimal_places(lo, lo_strict, hi, hi_strict, places, pointer, integer, c)
         if integer:
             ilo = None if lo is None else int(lo.to_integral_value(rounding="ROUND_CEILING"))
             if lo is not None and lo_strict and Decimal(ilo) == lo:
@@ -647,6 +656,10 @@ class _Builder:
             if ilo is None and ihi is None and mult is None:  # also 1e2, 1.5e1 (bounded ones: digits only)
                 return num.integer_every_spelling()
             rng = num.integer_range(ilo, ihi)
+            if mult is not None and int(Decimal(str(mult))) + 4 > MAX_MULTIPLE_STATES:
+                self.refuse("multipleOf", pointer + "/multipleOf",
+                            f"an integer multipleOf whose residue automaton needs over {MAX_MULTIPLE_STATES} states")
+                mult = None
             if mult is not None:
                 k = int(Decimal(str(mult)))
                 if k != 1:
@@ -671,9 +684,14 @@ class _Builder:
             raise EmptySchemaError(f"no number satisfies the bounds ({lo}..{hi}); minimum > maximum?", pointer)
         return result
 
-    def _decimal_places(self, lo, lo_strict, hi, hi_strict, places: int, pointer: str, integer: bool):
-        body = num.cat(num.alt(num.EMPTY, num.lit("-")), num.natural_range(0, None),
-                       num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.DIGIT, 1, places))))
+    def _decimal_places(self, lo, lo_strict, hi, hi_strict, places: int, pointer: str, integer: bool, c: int = 1):
+        """Numbers with at most ``places`` fraction digits (no exponent) that are multiples of
+        ``c * 10^-places``, within the bounds."""
+        if c == 1:
+            body = num.cat(num.alt(num.EMPTY, num.lit("-")), num.natural_range(0, None),
+                           num.alt(num.EMPTY, num.cat(num.lit("."), num.rep(num.DIGIT, 1, places))))
+        else:
+            body = _scaled_multiple_of(c, places)
         parts = [body]
         if lo is not None:
             parts.append(num.decimal_at_least(lo, lo_strict))
@@ -1129,15 +1147,21 @@ class _Builder:
         Keys are split into regions by which patternProperties they match (a key matching several
         must satisfy each of their schemas); keys matching none get ``additionalProperties``."""
         pats = list(pattern_props.items())
-        if len(pats) > 4:
-            self.refuse("patternProperties", pointer + "/patternProperties", "more than 4 patterns")
-            pats = pats[:4]
         declared_keys = num.alt(*[js.string_literal(n) for n in props]) if props else None
         langs = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
+        regions = None  # past 4 patterns: only the regions some key is in (``_key_regions``)
+        if len(pats) > 4:
+            regions = self._key_regions(langs)
+            if regions is None:
+                self.refuse("patternProperties", pointer + "/patternProperties",
+                            f"more than 4 patterns whose matches overlap in over {MAX_KEY_REGIONS} ways")
+                pats, langs = pats[:4], langs[:4]
         out = []
-        for mask in range(1 << len(pats)):
+        for mask in range(1 << len(pats)) if regions is None else sorted(regions):
             inside = [langs[j] for j in range(len(pats)) if mask >> j & 1]
             outside = [langs[j] for j in range(len(pats)) if not mask >> j & 1]
+            if regions is not None:  # (its keys: in exactly these patterns, already cut out)
+                inside, outside = ([regions[mask]] if mask else []), ([] if mask else [regions[0]])
             if mask == 0:
                 if additional is False:
                     continue
@@ -1165,6 +1189,31 @@ class _Builder:
                     self._standalone.add(key)  # glued to `ws : ws` by one more ~2 ms minimisation
                 out.append((key, value))
         return out
+
+    def _key_regions(self, langs: list):
+        """{mask: keys matching exactly the patterns in ``mask``} over the non-empty regions (the
+        key strings of mask 0 are the complement: ``{0: union of the patterns}``, to subtract), by
+        splitting one pattern at a time; None past ``MAX_KEY_REGIONS`` regions (a key may match any
+        subset of the patterns: 2^n regions at worst, a few when the patterns are names and one
+        catch-all). Memoised products keep equal splits shared."""
+        regions = {0: js.string_of_length()}
+        for j, lang in enumerate(langs):
+            if lang is None:  # (a pattern no key matches)
+                continue
+            split = {}
+            for mask, keys in regions.items():
+                both = boolean.intersect(keys, lang)
+                rest = boolean.difference(keys, lang)
+                if both is not None:
+                    split[mask | 1 << j] = both
+                if rest is not None:
+                    split[mask] = rest
+            if len(split) > MAX_KEY_REGIONS:
+                return None
+            regions = split
+        live = [lang for lang in langs if lang is not None]
+        regions[0] = num.alt(*live) if live else None  # (mask 0 subtracts them from any string)
+        return regions
 
     def _extra_value_for(self, name, pattern_props, additional, name_lang, pointer):
         if name_lang is not None and not _key_allowed(name_lang, name):
@@ -1901,6 +1950,41 @@ def _format_length_range(fmt: str) -> tuple[int, int | None]:
         lo_all += lo
         hi_all = None if hi_all is None or hi is None else hi_all + hi
     return lo_all, hi_all
+
+
+def _scaled_multiple_of(c: int, places: int):
+    """Decimals (JSON spelling, no exponent, at most ``places`` fraction digits) that are multiples
+    of ``c * 10^-places``: the number times 10^places, its digits read as one integer (the fraction
+    padded to ``places`` digits), is divisible by ``c``. A DFA leaf whose states are residues."""
+    import numpy as np
+
+    from constrain.regex.automaton import DFA
+
+    # states: 0 start, 1 after '-', 2 an integer part "0", 3 + r integer part residue r (a nonzero
+    # first digit), then per residue r and fraction digits read j (0: just after '.')
+    int0, ints, fracs = 2, 3, 3 + c
+    n = fracs + c * (places + 1)
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    accepting = np.zeros(n, dtype=bool)
+    for src in (0, 1):
+        trans[src, ord("0")] = int0
+        for d in range(1, 10):
+            trans[src, 48 + d] = ints + d % c
+    trans[0, ord("-")] = 1
+    accepting[int0] = True
+    trans[int0, ord(".")] = fracs
+    for r in range(c):
+        accepting[ints + r] = (r * 10 ** places) % c == 0  # (no fraction: padded with places zeros)
+        for d in range(10):
+            trans[ints + r, 48 + d] = ints + (r * 10 + d) % c
+        trans[ints + r, ord(".")] = fracs + r * (places + 1)
+        for j in range(places + 1):
+            state = fracs + r * (places + 1) + j
+            if j < places:
+                for d in range(10):
+                    trans[state, 48 + d] = fracs + ((r * 10 + d) % c) * (places + 1) + j + 1
+            accepting[state] = j > 0 and (r * 10 ** (places - j)) % c == 0
+    return ("dfa", DFA(trans=trans, accepting=accepting))
 
 
 def _multiple_of(k: int):
