@@ -636,6 +636,8 @@ class _Builder:
                 c = int(m.normalize().scaleb(places))  # multipleOf = c * 10^-places
                 if integer:  # an integer n is a multiple iff n * 10^places is one of c
                     mult = c // math.gcd(c, 10 ** places)
+                    if mult == 1:  # (every integer: as if no multipleOf, exponent spellings included)
+                        mult = None
                 elif c == 1:
                     return self._decimal_places(lo, lo_strict, hi, hi_strict, places, pointer, integer)
                 elif c * (places + 2) > MAX_MULTIPLE_STATES:
