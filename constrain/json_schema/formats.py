@@ -54,6 +54,8 @@ _ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _EMAIL_LOCAL = f"{_ATEXT}+(?:\\.{_ATEXT}+)*"
 _EMAIL_DOMAIN = "@" + _LABEL + "(?:\\." + _LABEL + "){1,4}"
 
+# RFC 6901: reference tokens after "/", "~" only as the escapes "~0" and "~1"
+_JSON_POINTER = "(?:/(?:[^/~]|~[01])*)*"
 FORMATS: dict[str, str] = {
     "date": _DATE,
     "time": _TIME,
@@ -65,6 +67,11 @@ FORMATS: dict[str, str] = {
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "hostname": _HOSTNAME,
+    "json-pointer": _JSON_POINTER,
+    # RFC draft-handrews-relative-json-pointer-01: a non-negative integer, then "#" or a JSON pointer.
+    # jsonschema's check refuses a digit after a "0" anywhere in the integer ("100"), so only the
+    # integers both accept are here: "0", or nonzero digits and at most one final "0"
+    "relative-json-pointer": f"(?:0|[1-9]+0?)(?:#|{_JSON_POINTER})",
 }
 
 # Formats whose regex above is only their shape: pieces (regex, longest length or None) whose
