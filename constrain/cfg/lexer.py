@@ -9,7 +9,10 @@ vector of the components still alive (one per terminal), labelled by the termina
 component accepts. The product is built in numba, lazily: a state gets its row only when a walk
 first reaches it (``ensure_expanded``), so a block of many terminals costs what its tokens touch,
 not its whole product. Since every component can still reach acceptance, every product state can,
-so no trimming is needed.
+so no trimming is needed. Two kinds of terminal are two components side by side: a difference
+(a veto component, ``_apply_vetoes``) and a conjunction (a pattern beside a counted chain,
+``regex.conjunction``), whose pair ``_apply_conjunctions`` keeps only while it can still finish
+together, so that holds for them too.
 
 Blocks are built on first use and appended to one transition table, so the numba walk needs a
 single array. A block's start state has no incoming transitions (a revisit of the start vector
@@ -985,7 +988,7 @@ class LexerBlocks:
         (``_vetoed_parts``), else the terminal's DFA (one numba call for them all: one per
         terminal cost ~3-14 us each, most of a key's layout). A terminal whose language is empty
         never matches (-1); one too big to build is a ``GrammarError`` naming it."""
-        terms: list[int] = []  # the component runs: a terminal, or ~terminal for its veto ...
+        terms: list[int] = []  # the component runs: a terminal, or ~terminal for its veto or chain ...
         runs: list[list[int]] = []  # ... their templates ...
         offsets: list[int] = []  # ... and the start state within each run's first copy
         conjunctions = []
