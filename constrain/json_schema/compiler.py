@@ -817,12 +817,12 @@ class _Builder:
                     self.refuse("format", pointer + "/format",
                                 f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
             return self._long_string(min_len, max_len)
+        # a conjunction terminal (``_bounded_pattern``) counts a maxLength past what one automaton may
         one_pattern = not regular and len(patterns) + sum(
             f in FORMATS for f in formats if self.opt.formats == "assert") == 1
-        if one_pattern and min_len <= MAX_DFA_COUNTED_LENGTH and max_len is not None \
-                and MAX_DFA_COUNTED_LENGTH < max_len <= MAX_CONJUNCTION_LENGTH:
-            pass  # (a conjunction terminal counts it: ``_bounded_pattern``)
-        elif long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH:
+        conjunction_counts = one_pattern and min_len <= MAX_DFA_COUNTED_LENGTH and max_len is not None \
+            and max_len <= MAX_CONJUNCTION_LENGTH
+        if long and max(min_len, max_len or 0) > MAX_DFA_COUNTED_LENGTH and not conjunction_counts:
             # a regular language is needed (intersection with a pattern/format, propertyNames, not):
             # the count must live in one DFA, a state per character: too large to build
             key = "maxLength" if max_len is not None and max_len > MAX_DFA_COUNTED_LENGTH else "minLength"
