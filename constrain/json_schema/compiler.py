@@ -665,7 +665,7 @@ class _Builder:
             if mult is not None:
                 k = int(Decimal(str(mult)))
                 if k != 1:
-                    rng = boolean.intersect(rng, _multiple_of(k))
+                    rng = boolean.intersect(rng, _scaled_multiple_of(k, 0))
                     if rng is None:
                         raise EmptySchemaError(f"no integer in range is a multiple of {k}", pointer + "/multipleOf")
             if rng is not None:  # 1.0 is an integer in JSON Schema: allow a zero fraction (after multipleOf,
@@ -1957,7 +1957,8 @@ def _format_length_range(fmt: str) -> tuple[int, int | None]:
 def _scaled_multiple_of(c: int, places: int):
     """Decimals (JSON spelling, no exponent, at most ``places`` fraction digits) that are multiples
     of ``c * 10^-places``: the number times 10^places, its digits read as one integer (the fraction
-    padded to ``places`` digits), is divisible by ``c``. A DFA leaf whose states are residues."""
+    padded to ``places`` digits), is divisible by ``c``; with ``places`` 0 the integers divisible by
+    ``c`` (digits only). A DFA leaf whose states are residues."""
     import numpy as np
 
     from constrain.regex.automaton import DFA
@@ -1974,42 +1975,20 @@ def _scaled_multiple_of(c: int, places: int):
             trans[src, 48 + d] = ints + d % c
     trans[0, ord("-")] = 1
     accepting[int0] = True
-    trans[int0, ord(".")] = fracs
+    if places:  # (places 0: the integers divisible by c)
+        trans[int0, ord(".")] = fracs
     for r in range(c):
         accepting[ints + r] = (r * 10 ** places) % c == 0  # (no fraction: padded with places zeros)
         for d in range(10):
             trans[ints + r, 48 + d] = ints + (r * 10 + d) % c
-        trans[ints + r, ord(".")] = fracs + r * (places + 1)
+        if places:
+            trans[ints + r, ord(".")] = fracs + r * (places + 1)
         for j in range(places + 1):
             state = fracs + r * (places + 1) + j
             if j < places:
                 for d in range(10):
                     trans[state, 48 + d] = fracs + ((r * 10 + d) % c) * (places + 1) + j + 1
             accepting[state] = j > 0 and (r * 10 ** (places - j)) % c == 0
-    return ("dfa", DFA(trans=trans, accepting=accepting))
-
-
-def _multiple_of(k: int):
-    """Integers (JSON spelling) divisible by k, as a DFA leaf: states are residues."""
-    import numpy as np
-
-    from constrain.regex.automaton import DFA
-
-    k = abs(k)
-    # states: 0 start, 1 after '-', 2+r residue r after >=1 digit (no leading zero), zero states
-    n = 2 + k + 2
-    zero, neg_zero = 2 + k, 3 + k
-    trans = np.full((n, 256), -1, dtype=np.int32)
-    for src in (0, 1):
-        trans[src, ord("0")] = zero if src == 0 else neg_zero
-        for d in range(1, 10):
-            trans[src, 48 + d] = 2 + d % k
-    trans[0, ord("-")] = 1
-    for r in range(k):
-        for d in range(10):
-            trans[2 + r, 48 + d] = 2 + (r * 10 + d) % k
-    accepting = np.zeros(n, dtype=bool)
-    accepting[2] = accepting[zero] = accepting[neg_zero] = True
     return ("dfa", DFA(trans=trans, accepting=accepting))
 
 
