@@ -1121,8 +1121,8 @@ def test_huge_bounds_compile_quickly(index):
     ({"type": "object", "properties": {"a": {"$ref": "https://example.com/schema.json"}}}, "$ref",
      "#/properties/a/$ref"),
     ({"oneOf": [{"type": "integer"}, {"type": "number", "multipleOf": 0.3}]}, "oneOf", "#/oneOf"),
-    ({"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}, {"maxLength": 100000}]}}}, "oneOf",
-     "#/properties/x/oneOf"),
+    ({"type": "object", "properties": {"x": {"oneOf": [{"type": "object", "additionalProperties": {"type": "integer"}},
+                                                       {"required": ["a"]}]}}}, "oneOf", "#/properties/x/oneOf"),
 ])
 def test_unsupported_keywords(schema, keyword, pointer, index):
     with pytest.raises(UnsupportedSchemaError) as e:
@@ -1181,24 +1181,18 @@ def test_many_properties_scale():
 
 
 def test_an_exploding_allof_of_anyofs_is_a_clear_error(index):
-    """An allOf of anyOf/oneOf lists is their product, and a negated oneOf of objects becomes many
-    small anyOfs (De Morgan): such a schema (the shape of a JSONSchemaBench one) grew 3^k
-    alternatives until the process ran out of memory. Past ``MAX_MERGED_BRANCHES`` it is refused,
-    naming where."""
+    """An allOf of anyOf/oneOf lists is their product: such a schema (the shape of a JSONSchemaBench
+    one) grew 3^k alternatives until the process ran out of memory. Past ``MAX_MERGED_BRANCHES`` it
+    is refused, naming where. (The negated oneOf of that JSONSchemaBench schema compiles now:
+    test_json_schema_negation.test_negated_one_of_of_objects.)"""
     from constrain.json_schema.merge import MAX_MERGED_BRANCHES
 
-    negated = {"type": "object", "allOf": [{"properties": {"k": {"type": "string"}}}, {"not": {
-        "required": ["a", "b"], "properties": {"a": {"minLength": 1}},
-        "oneOf": [{"required": ["x", "y", "z"], "properties": {"x": {"enum": ["f"]}}},
-                  {"required": ["x", "y", "w", "v"], "properties": {"x": {"enum": ["d"]}}},
-                  {"required": ["x"], "properties": {"x": {"enum": ["l"]}}}]}}]}
     product = {"allOf": [{"anyOf": [{"type": "integer", "minimum": i}, {"type": "string"}, {"type": "null"}]}
                          for i in range(8)]}
-    for schema, where in ((negated, "#/allOf/allOf"), (product, "#")):
-        t0 = time.perf_counter()
-        with pytest.raises(constrain.GrammarError, match=f"allOf at {where} combines .* limit is {MAX_MERGED_BRANCHES:,}"):
-            Grammar.from_json_schema(schema)
-        assert time.perf_counter() - t0 < 30
+    t0 = time.perf_counter()
+    with pytest.raises(constrain.GrammarError, match=f"allOf at # combines .* limit is {MAX_MERGED_BRANCHES:,}"):
+        Grammar.from_json_schema(product)
+    assert time.perf_counter() - t0 < 30
     small = {"allOf": [{"anyOf": [{"type": "integer", "minimum": i}, {"type": "string"}]} for i in range(3)]}
     g = compiled(small, index)
     assert g.accepts_text('"s"') and g.accepts_text("5") and not g.accepts_text("1") and not g.accepts_text("null")

@@ -12,6 +12,7 @@ Unknown keywords are annotations per the specification and are ignored.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -29,7 +30,7 @@ from constrain.json_schema import strings as js
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
 from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
 from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
-from constrain.json_schema.refs import RefResolver, pointer_segment as _esc
+from constrain.json_schema.refs import ROOT_URI, SYNTHETIC, RefResolver, pointer_segment as _esc
 from constrain.regex import automaton, boolean
 from constrain.regex.ast import hashed, length_range
 from constrain.regex.conjunction import conjunction_leaf
@@ -109,6 +110,8 @@ MAX_DFA_COUNTED_LENGTH = 4096
 # a pattern/format under maxLength whose automaton would have more states than this (pattern states
 # x characters) is a conjunction terminal instead (``_bounded_pattern``)
 CONJUNCTION_PRODUCT = 10_000
+MAX_WRITTEN_MERGES = 8  # nested merges holding a recursive negation (``_merged_value``) before refusing
+MAX_KEY_CONDITIONS = 3  # negated `additionalProperties: false` ("some key outside these names") on one object
 MAX_KEY_REGIONS = 64  # patternProperties past 4: the most regions of keys (by the patterns they match) built
 MAX_MULTIPLE_STATES = 100_000  # multipleOf k, or c * 10^-p: its residue automaton's k + 4, or c * (p + 2), states
 MAX_CONJUNCTION_LENGTH = 8192  # the longest maxLength a conjunction's chain counts (~20 component states a character)
@@ -117,7 +120,7 @@ STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its
 MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
 MAX_COUNTED_LENGTH = 1 << 20  # 8192 chunk nonterminals
 MAX_ONE_OF_BRANCHES = 16  # overlapping oneOf: at most this many branches are rewritten exactly
-MAX_ONE_OF_TERMS = 64  # ... into at most this many anyOf alternatives ("this branch and no other")
+MAX_ONE_OF_TERMS = 256  # ... into at most this many anyOf alternatives ("this branch and no other")
 MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of their values (larger: one each)
 MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
@@ -129,7 +132,7 @@ ANNOTATIONS = {
 }
 OBJECT_KEYS = {"properties", "required", "additionalProperties", "patternProperties", "propertyNames",
                "minProperties", "maxProperties", "unevaluatedProperties", "dependentRequired",
-               "dependentSchemas", "dependencies"}
+               "dependentSchemas", "dependencies", "__some_key_not_in"}
 ARRAY_KEYS = {"items", "prefixItems", "additionalItems", "minItems", "maxItems", "contains", "minContains",
               "maxContains", "uniqueItems", "unevaluatedItems", "__contains"}
 STRING_KEYS = {"minLength", "maxLength", "pattern", "format"}
@@ -228,6 +231,10 @@ class _Builder:
         self._any: int | None = None
         self._standalone: set = {_FREE_STRING}  # string value languages: terminals of their own
         self._negating = 0  # depth of _negate_in through $ref/allOf (recursive schemas)
+        self._open_negations: dict[tuple[str, str], str] = {}  # (target, context) being negated -> its pointer
+        self._cyclic_negations: set[str] = set()  # those reached again inside themselves
+        self._negation_of: dict[str, tuple[str, list]] = {}  # its pointer -> (target, context)
+        self._written_merges = 0  # nested merges that hold such a negation (``_merged_value``)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
@@ -496,15 +503,24 @@ class _Builder:
         key = "merge:" + json.dumps(merged, sort_keys=True, default=str)
         if key in self._memo:
             return self._memo[key]
+        written = SYNTHETIC in key  # (a merge holding a recursive negation, inlined: see below)
+        if written and self._written_merges >= MAX_WRITTEN_MERGES:
+            # merging inlines references, so a negation that refers to itself under merges whose
+            # schemas keep growing would unroll without end
+            self.refuse("not", at, "a negation through recursive references")
+            return self.any_value()
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
         first_rule = len(self.rules)
+        self._written_merges += written
         try:
             piece = self.value(merged, at)
         except EmptySchemaError:
             if not self._used_since(sym, first_rule):
                 self._memo[key] = None
             raise
+        finally:
+            self._written_merges -= written
         if piece is None:
             if not self._used_since(sym, first_rule):
                 self._memo[key] = None
@@ -555,7 +571,17 @@ class _Builder:
                 continue
             excluded = [v for v in banned if _json_type_of(v) in (t, "integer" if t == "number" else t)]
             if piece is not None and excluded:
-                if not _ast(piece):
+                if not _ast(piece) and t in ("object", "array"):
+                    # not one of these objects/arrays: the values as schemas, negated member by member
+                    kept = [v for v in banned if v not in excluded]
+                    typed = dict({k: v for k, v in schema.items() if k != "__not_values"}, type=t)
+                    if kept:
+                        typed["__not_values"] = kept
+                    try:
+                        piece = self._rewritten({"allOf": [typed] + [_unequal_to(v) for v in excluded]}, pointer)
+                    except EmptySchemaError:
+                        piece = None
+                elif not _ast(piece):
                     self.refuse("not", pointer + "/not", f"'not' of {t} values")
                 else:
                     piece = boolean.difference(piece, num.alt(*[self._literal(v, "superset") for v in excluded]))
@@ -1133,15 +1159,91 @@ class _Builder:
             declared.append((name, value, True))
             members = [(boolean.difference(k, js.string_literal(name)), v) for k, v in members]
             members = [(k, v) for k, v in members if k is not None]
+        if max_p is not None and sum(r for _, _, r in declared) > max_p:
+            raise EmptySchemaError("more properties are required than maxProperties allows", pointer)
+        conditions = self._key_conditions(schema, declared, pointer)
+        if conditions:
+            return self._object_with_outside_keys(declared, members, conditions, min_p, max_p, pointer)
         extra_member = None
         if members:
             options = [self.member(k, v) for k, v in members]
             extra_member = list(self.seq(options[0])) if len(options) == 1 else [self.rule(f"extra@{pointer}", options)]
-        if max_p is not None and sum(r for _, _, r in declared) > max_p:
-            raise EmptySchemaError("more properties are required than maxProperties allows", pointer)
         if self.opt.property_order == "any" and (len(declared) > 1 or (declared and extra_member is not None)):
-            return self._object_any_order(declared, extra_member, min_p, max_p, pointer)
+            return self._object_any_order(declared, [(extra_member, 0)] if extra_member else [], 0, min_p, max_p,
+                                          pointer)
         return self._object_schema_order(declared, extra_member, min_p, max_p, pointer)
+
+    def _key_conditions(self, schema: dict, declared: list, pointer: str) -> list[frozenset]:
+        """The ``__some_key_not_in`` conditions (a negated ``additionalProperties: false``: "some key
+        is not one of these names") that this object does not meet already by a required name.
+        Of two, the one with more names implies the other (a key outside it is outside both)."""
+        conditions = {frozenset(c) for c in schema.get("__some_key_not_in", [])}
+        required = {name for name, _, is_required in declared if is_required}
+        conditions = {c for c in conditions if required <= c}
+        kept = sorted((c for c in conditions if not any(c < o for o in conditions)), key=sorted)
+        if len(kept) > MAX_KEY_CONDITIONS:
+            self.refuse("additionalProperties", pointer,
+                        f"more than {MAX_KEY_CONDITIONS} negated 'additionalProperties: false' on one object")
+            kept = kept[:MAX_KEY_CONDITIONS]
+        return kept
+
+    def _object_with_outside_keys(self, declared, members, conditions, min_p, max_p, pointer: str):
+        """An object that also has, for each of ``conditions``, a key outside its names: the members'
+        states carry the mask of conditions met so far (a key meets those that do not name it), and
+        the object may close only once all are met. Extra keys are split into the names some
+        condition lists (grouped by the conditions they meet) and every other key (meets all)."""
+        full = (1 << len(conditions)) - 1
+
+        def meets(name: str) -> int:
+            return sum(1 << j for j, names in enumerate(conditions) if name not in names)
+
+        listed = sorted(set().union(*conditions))
+        listed_keys = num.alt(*[js.string_literal(n) for n in listed])
+        groups: dict[int, list[str]] = {}  # conditions met -> the listed names that meet them
+        for name in listed:
+            groups.setdefault(meets(name), []).append(name)
+        extras = []  # (member pieces, conditions met)
+        for key, value in members:
+            outside = boolean.difference(key, listed_keys)
+            if outside is not None:
+                if outside[0] == "dfa":
+                    self._standalone.add(outside)
+                extras.append((self.member(outside, value), full))
+            for mask, names in sorted(groups.items()):
+                inside = boolean.intersect(key, num.alt(*[js.string_literal(n) for n in names]))
+                if inside is not None:
+                    extras.append((self.member(inside, value), mask))
+        marks = [meets(name) for name, _, _ in declared]
+        if self.opt.property_order == "any":
+            return self._object_any_order(declared, extras, full, min_p, max_p, pointer, marks)
+        w = self.w()
+        comma = self.member_separator()
+        cap = max(min_p, max_p if max_p is not None else 0, 1)
+        n = len(declared)
+        pieces_of = [self.declared_member(name, piece, n) for name, piece, _ in declared]
+        alts_of: dict[tuple[int, int, int], list] = {}  # (declared members passed, members so far, met)
+        for i in range(n + 1):
+            for c in range(cap + 1):
+                lead = [] if c == 0 else comma
+                room = max_p is None or c < max_p
+                for met in range(full + 1):
+                    alts = []
+                    if i < n:
+                        if room:
+                            alts.append((lead + pieces_of[i], (i + 1, min(c + 1, cap), met | marks[i])))
+                        if not declared[i][2]:
+                            alts.append(([], (i + 1, c, met)))
+                    else:
+                        if met == full and c >= min_p:
+                            alts.append(([], None))
+                        if room:
+                            alts += [(lead + pieces, (n, min(c + 1, cap), met | mask)) for pieces, mask in extras]
+                    alts_of[(i, c, met)] = alts
+        syms = self._state_rules(alts_of, lambda state: f"members{state[0]}.{state[1]}.{state[2]}@{pointer}")
+        if (0, 0, 0) not in syms:
+            raise EmptySchemaError("no object has a key outside the names a negated additionalProperties lists "
+                                   "together with the rest of the schema", pointer)
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0, 0)], w, num.lit("}")]])
 
     def _extra_members(self, props, pattern_props, additional, name_lang, pointer):
         """(key language, value piece) pairs for keys that are not declared properties.
@@ -1270,8 +1372,11 @@ class _Builder:
             return None
         return self.rule(f"object@{pointer}", [[num.lit("{"), w] + body + [w, num.lit("}")]])
 
-    def _object_any_order(self, declared, extra_member, min_p, max_p, pointer: str):
-        """Members in any order: a nonterminal per (declared properties used, extra members so far)."""
+    def _object_any_order(self, declared, extras, full: int, min_p, max_p, pointer: str, marks=None):
+        """Members in any order: a nonterminal per (declared properties used, extra members so far,
+        key conditions met). ``extras``: (member pieces, conditions that key meets); ``marks``: the
+        conditions each declared name meets; the object closes once ``full`` are met (see
+        ``_object_with_outside_keys``; 0 where there are none)."""
         n = len(declared)
         if n > self.opt.max_any_order_properties:
             raise UnsupportedSchemaError("properties", pointer,
@@ -1283,26 +1388,28 @@ class _Builder:
         cap = max(min_p, max_p if max_p is not None else 0, 1)  # extras counted up to here (>= 1: commas)
         # each state's alternatives: (pieces, next state or None for the end); only states that can
         # still finish get a rule (maxProperties may leave no room for a missing required name)
-        alts_of: dict[tuple[int, int], list] = {}
+        alts_of: dict[tuple[int, int, int], list] = {}
         members = [self.declared_member(name, piece, n) for name, piece, _ in declared]
+        marks = marks or [0] * n
         for used in range(1 << n):
             for e in range(cap + 1):
                 count = bin(used).count("1") + e
                 lead = [] if count == 0 else comma
-                alts = []
-                if used & required_mask == required_mask and count >= min_p:
-                    alts.append(([], None))
                 room = max_p is None or count < max_p
-                for i in range(n):
-                    if room and not used & (1 << i):
-                        alts.append((lead + members[i], (used | 1 << i, e)))
-                if extra_member is not None and room:
-                    alts.append((lead + extra_member, (used, min(e + 1, cap))))
-                alts_of[(used, e)] = alts
-        syms = self._state_rules(alts_of, lambda state: f"anyorder{state[0]}.{state[1]}@{pointer}")
-        if (0, 0) not in syms:
+                for met in range(full + 1):
+                    alts = []
+                    if used & required_mask == required_mask and count >= min_p and met == full:
+                        alts.append(([], None))
+                    for i in range(n):
+                        if room and not used & (1 << i):
+                            alts.append((lead + members[i], (used | 1 << i, e, met | marks[i])))
+                    if room:
+                        alts += [(lead + pieces, (used, min(e + 1, cap), met | mask)) for pieces, mask in extras]
+                    alts_of[(used, e, met)] = alts
+        syms = self._state_rules(alts_of, lambda state: "anyorder{}.{}.{}@{}".format(*state, pointer))
+        if (0, 0, 0) not in syms:
             raise EmptySchemaError("no object satisfies required, minProperties and maxProperties together", pointer)
-        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0)], w, num.lit("}")]])
+        return self.rule(f"object@{pointer}", [[num.lit("{"), w, syms[(0, 0, 0)], w, num.lit("}")]])
 
     def _state_rules(self, alts_of: dict, name) -> dict:
         """Rules of a counting construction (any-order members, contains): ``alts_of[state]`` lists
@@ -1543,7 +1650,7 @@ class _Builder:
                 for j, bj in enumerate(bs):
                     if j == i or bj is False or _disjoint_pair(bi, bj, objects, required) or (rest and _disjoint_pair(bj, rest)):
                         continue  # Bi (or the parent) already excludes Bj
-                    options = self._negation_options(bj, context, f"{at}/{j}")
+                    options = self._negation_options(branches[j], context, f"{at}/{j}")  # (a $ref kept: see _negate_in)
                     if options is None:  # NOT Bj holds wherever Bi and the parent do
                         continue
                     factors.append(options)
@@ -1551,10 +1658,8 @@ class _Builder:
                         break
                 if any(not f for f in factors):
                     continue  # Bi implies some Bj: this branch can never be the only one
-                count = 1
-                for f in factors:
-                    count *= len(f)
-                if len(out) + count > MAX_ONE_OF_TERMS:
+                combos = _minimal_choices(factors, MAX_ONE_OF_TERMS - len(out))
+                if combos is None:
                     refused = f"branches may overlap, and 'exactly one' would need more than {MAX_ONE_OF_TERMS} " \
                               "alternatives"
                     break
@@ -1562,7 +1667,7 @@ class _Builder:
                 names = [n for c in (rest, bi) if isinstance(c, dict) and isinstance(c.get("properties"), dict)
                          for n in c["properties"]]
                 order = [{"properties": {n: True for n in dict.fromkeys(names)}}] if names else []
-                for combo in itertools.product(*factors):
+                for combo in combos:
                     out.append((i, siblings(*order, branches[i], *combo) if combo else branches[i]))
         except UnsupportedSchemaError as e:
             why = str(e).split(": ", 1)[-1].split(". Pass unsupported=")[0]
@@ -1598,14 +1703,37 @@ class _Builder:
         return kept
 
     def _negate_in(self, sub, context: list, pointer: str):
-        if self._negating > 16:  # a $ref cycle
+        """``_negate_in_body``, where a ``$ref`` target whose negation (in the same context) is being
+        written is met again inside it becomes a reference to a definition of that negation: NOT of
+        a recursive schema is a recursive schema (``RefResolver.synthetic``, filled when done)."""
+        if self._negating > 16:  # (a cycle the keys below do not close: contexts that keep changing)
             self.refuse("not", pointer, "a negation through recursive references")
             return True
+        target = self.refs.ref_chain_end(sub, pointer)
+        key = None if target is None else (target, _dump(context))
+        if key is not None:
+            if target in self._negation_of:  # NOT (NOT T in C) is T wherever C holds
+                original, around = self._negation_of[target]
+                if all(any(_same_schema(c, d) for d in context) for c in around):
+                    return {"$ref": ROOT_URI + original}
+                if self.refs.synthetic[target] is None:
+                    self.refuse("not", pointer, "a negation through recursive references")
+                    return True
+            if key in self._open_negations:
+                self._cyclic_negations.add(self._open_negations[key])
+                return {"$ref": ROOT_URI + self._open_negations[key]}
+            self._open_negations[key] = self.refs.new_synthetic()
+            self._negation_of[self._open_negations[key]] = (target, context)
         self._negating += 1
         try:
-            return self._negate_in_body(sub, context, pointer)
+            negated = self._negate_in_body(sub, context, pointer)
         finally:
             self._negating -= 1
+            if key is not None:
+                at = self._open_negations.pop(key)
+        if key is not None and at in self._cyclic_negations:
+            self.refs.synthetic[at] = negated
+        return negated
 
     def _negate_in_body(self, sub, context: list, pointer: str):
         """A schema for exactly the instances that fail ``sub`` among those satisfying every schema
@@ -1629,27 +1757,30 @@ class _Builder:
             return self.refs.deref(sub["not"], pointer + "/not")  # NOT NOT X = X
         if set(sub) == {"anyOf"}:  # (an empty anyOf, e.g. a oneOf no value can meet, fails everywhere)
             return _conjunction([self._negate_in(b, context, f"{pointer}/anyOf/{i}") for i, b in enumerate(sub["anyOf"])])
+        if any(k in sub for k in ("if", "dependentSchemas", "dependencies")):  # as allOf/anyOf (exact)
+            return self._negate_in(self._rewrite_conditionals(sub, pointer), context, pointer)
         conjuncts = []
         if "$ref" in sub:
-            target = self.refs.resolve(sub.pop("$ref"), pointer)[1]
+            ref = {"$ref": sub.pop("$ref")}
             if self.legacy_ref:  # draft 7 and older: $ref overrides its siblings
                 sub = {}
-            conjuncts.append((target, pointer + "/$ref"))
+            conjuncts.append((ref, pointer))
         for i, part in enumerate(sub.pop("allOf", [])):
             conjuncts.append((part, f"{pointer}/allOf/{i}"))
         for key in ("not", "anyOf"):
             if key in sub:
                 conjuncts.append(({key: sub.pop(key)}, pointer))
+        failures = []  # ways ``sub`` fails written directly (not as a conjunct to negate)
         if "oneOf" in sub:
             branches = sub.pop("oneOf")
-            if not self._disjoint(branches, pointer + "/oneOf"):
-                # "exactly one" as the anyOf of "Bi and no other Bj" (refused there when it cannot be written)
-                branches = [alt for _, alt in self._exclusive_branches(branches, {}, pointer)]
-            conjuncts.append(({"anyOf": branches}, pointer + "/oneOf"))
-        if conjuncts:
+            if self._disjoint(branches, pointer + "/oneOf"):
+                conjuncts.append(({"anyOf": branches}, pointer + "/oneOf"))
+            else:  # not exactly one: none of the branches, or two of them
+                failures += self._not_exactly_one(branches, context, pointer + "/oneOf")
+        if conjuncts or failures:
             if sub:
                 conjuncts.append((sub, pointer))
-            return _union_of([self._negate_in(c, context, at) for c, at in conjuncts])
+            return _union_of([self._negate_in(c, context, at) for c, at in conjuncts] + failures)
         object_keys = {"properties", "required", "additionalProperties"}
         if set(sub) & object_keys and set(sub) <= object_keys | {"type"}:
             return self._negate_object(sub, context, pointer)
@@ -1670,6 +1801,21 @@ class _Builder:
             groups += [{k: v} for k, v in rest.items()]
             return _union_of([self._negate_in(g, context, pointer) for g in groups])
 
+    def _not_exactly_one(self, branches: list, context: list, at: str) -> list:
+        """NOT oneOf(B1..Bn) as options: every Bi fails, or some pair Bi, Bj both hold (pairs
+        provably disjoint left out); n(n-1)/2 + 1 options, where "Bi and no other" was a product."""
+        from constrain.json_schema.merge import _disjoint_pair
+
+        if len(branches) > MAX_ONE_OF_BRANCHES:
+            self.refuse("oneOf", at, f"a negated oneOf of {len(branches)} branches that may overlap (more than "
+                                     f"{MAX_ONE_OF_BRANCHES})")
+            return [True]
+        bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
+        options = [_conjunction([self._negate_in(b, context, f"{at}/{i}") for i, b in enumerate(branches)])]
+        options += [siblings(branches[i], branches[j]) for i, j in itertools.combinations(range(len(bs)), 2)
+                    if bs[i] is not False and bs[j] is not False and not _disjoint_pair(bs[i], bs[j])]
+        return options
+
     def _negate_object(self, sub: dict, context: list, pointer: str):
         """NOT of type/properties/required/additionalProperties (see ``_negate_in``)."""
         options, other_type = self._type_failures(sub, "object", pointer)
@@ -1685,8 +1831,7 @@ class _Builder:
             around = [self.refs.deref(c["properties"][name], pointer) for c in context
                       if isinstance(c.get("properties"), dict) and name in c["properties"]]
             at = f"{pointer}/properties/{_esc(name)}"
-            psub = self.refs.deref(psub, at)
-            if any(_same_schema(a, psub) for a in around):
+            if any(_same_schema(a, self.refs.deref(psub, at)) for a in around):
                 continue  # the context holds this property to the same schema: it cannot fail here
             inner = self._negate_in(psub, [a for a in around if isinstance(a, dict)], at)
             if inner is not False:
@@ -1699,11 +1844,10 @@ class _Builder:
                         isinstance(c.get("properties", {}), dict):
                     names = {n for n, v in c.get("properties", {}).items() if v is not False}
                     allowed = names if allowed is None else allowed & names
-            if allowed is None:
-                self.refuse("not", pointer + "/additionalProperties",
-                            "additionalProperties: false under a negation, without a closed set of names around it")
-                return True
-            options += [{"type": "object", "required": [n]} for n in sorted(allowed - set(props))]
+            if allowed is None:  # some key is not one of ``props``: counted as the object is written
+                options.append({"type": "object", "__some_key_not_in": [sorted(props)], "__no_eval": True})
+            else:
+                options += [{"type": "object", "required": [n]} for n in sorted(allowed - set(props))]
         elif extra is not True and extra != {}:
             self.refuse("not", pointer + "/additionalProperties", "a negated additionalProperties schema")
             return True
@@ -1738,7 +1882,7 @@ class _Builder:
             items = self.refs.deref(sub["items"], at)
             around = [self.refs.deref(c["items"], at) for c in context if isinstance(c.get("items"), (dict, bool))]
             if not any(_same_schema(a, items) for a in around):
-                inner = self._negate_in(items, [a for a in around if isinstance(a, dict)], at)
+                inner = self._negate_in(sub["items"], [a for a in around if isinstance(a, dict)], at)
                 if inner is not False:
                     options.append({"type": "array", "contains": inner, "__no_eval": True})
         return _union_of(options)
@@ -1754,6 +1898,8 @@ class _Builder:
 
     def _negate(self, sub, pointer: str):
         """A schema for exactly the instances ``sub`` rejects (refused where it cannot be written)."""
+        if self.refs.ref_chain_end(sub, pointer) is not None:
+            return self._negate_in(sub, [], pointer)  # (a recursive target's negation is a reference)
         sub = self.refs.deref(sub, pointer)
         if sub is True or sub == {}:
             return False
@@ -1801,6 +1947,13 @@ class _Builder:
             options = [{"type": "object", "required": [name], "properties": {other: False}, "__no_eval": True}
                        for name, needs in sub["dependentRequired"].items() for other in needs if other != name]
             return _union_of(options) if options else False
+        if "__some_key_not_in" in keys and keys <= {"type", "__some_key_not_in"} and sub.get("type", "object") == "object":
+            # NOT (an object with a key outside each list) = some list holds every key; untyped, the
+            # keyword (like every object keyword) holds for every non-object
+            options = [{"type": [t for t in TYPES if t != "object"]}] if "type" in sub else []
+            options += [{"type": "object", "properties": {n: True for n in names}, "additionalProperties": False}
+                        for names in sub["__some_key_not_in"]]
+            return _union_of(options)
         if keys == {"__not_values"}:  # NOT (anything but these values) = these values
             return {"enum": list(sub["__not_values"])}
         if "__non_integer" in keys and keys <= {"type", "__non_integer"}:
@@ -1870,6 +2023,18 @@ class _Builder:
             formats = [f for f in formats if f in FORMATS or f in _checked_formats()]
             if formats:
                 cond["__formats"] = formats
+        lo = _int_keyword(sub, "minLength", 0, pointer)
+        hi = _int_keyword(sub, "maxLength", None, pointer)
+        if cond and set(cond) <= {"minLength", "maxLength"} and not sub.get("__not_strings") and \
+                (len(cond) == 1 or max(lo, hi or 0) > MAX_DFA_COUNTED_LENGTH):
+            # too short or too long: length bounds a string value counts as it is written, not a
+            # language to subtract (which must be one automaton: past 4,096 characters, refused);
+            # both bounds make two options, where one subtraction was one, unless past that size
+            if lo > 0:
+                options.append({"type": "string", "maxLength": lo - 1})
+            if hi is not None:
+                options.append({"type": "string", "minLength": hi + 1})
+            return _union_of(options)
         if cond:
             built = []
             self._removed_strings(cond, pointer, built)  # size limits are refused here, where a oneOf can catch them
@@ -2160,6 +2325,9 @@ def _standard_schema(schema):
             extra += [{"not": dict(_standard_schema(entry), type="string")} for entry in value]
         elif key == "__contains":
             extra += [{"contains": _standard_schema(c), "minContains": need} for c, need in value]
+        elif key == "__some_key_not_in":  # (an object keyword: non-objects meet it)
+            extra += [{"anyOf": [{"not": {"type": "object"}}, {"not": {"propertyNames": {"enum": list(names)}
+                                                                        if names else False}}]} for names in value]
         elif key in ("enum", "const"):
             out[key] = value  # values, not schemas
         else:
@@ -2167,6 +2335,49 @@ def _standard_schema(schema):
     if extra:
         out["allOf"] = list(out.get("allOf", [])) + extra
     return out
+
+
+def _minimal_choices(factors: list, limit: int) -> list | None:
+    """The conjunctions that pick one option of every factor (a union of options each), as few as
+    an exact rewrite needs: an option shared by factors is picked once, a choice holding another
+    choice's options is dropped (its instances are the other's), and a choice of two options no
+    instance meets together is dropped. None past ``limit``."""
+    from constrain.json_schema.merge import _disjoint_pair
+
+    keyed = [{_dump(o): o for o in f} for f in factors]
+    option = {k: o for f in keyed for k, o in f.items()}
+    choices: list[frozenset] = [frozenset()]
+    for f in keyed:
+        grown = set()
+        for c in choices:
+            if c & f.keys():
+                grown.add(c)  # already met by an option it holds
+                continue
+            for k, o in f.items():
+                if not any(_disjoint_pair(o, option[k2]) or _excluded_names(o, option[k2]) for k2 in c):
+                    grown.add(c | {k})
+        choices = [c for c in grown if not any(d < c for d in grown)]
+        if len(choices) > 4 * max(limit, 0):  # (a bound on the work; the limit is checked below)
+            return None
+    if len(choices) > limit:
+        return None
+    return [[option[k] for k in sorted(c)] for c in sorted(choices, key=sorted)]
+
+
+def _unequal_to(value):
+    """A schema for the objects/arrays (of ``value``'s type) that differ from ``value``: a name
+    missing, extra or holding another value; another length, or another item at some index."""
+    if isinstance(value, dict):
+        names = list(value)
+        options = [{"type": "object", "properties": {n: False}} for n in names]
+        options += [{"type": "object", "required": [n], "properties": {n: {"__not_values": [value[n]]}}} for n in names]
+        options.append({"type": "object", "__some_key_not_in": [names]})
+    else:
+        options = [{"type": "array", "maxItems": len(value) - 1}] if value else []
+        options.append({"type": "array", "minItems": len(value) + 1})
+        options += [{"type": "array", "minItems": i + 1, "prefixItems": [True] * i + [{"__not_values": [item]}]}
+                    for i, item in enumerate(value)]
+    return {"anyOf": options}
 
 
 def _union_of(negations: list):

@@ -185,7 +185,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         if key == "const":
             _merge_key(out, "enum", [value], pointer, builder, parts)
             return
-        if key in ("__not_values", "__not_strings", "__patterns", "__formats"):
+        if key in ("__not_values", "__not_strings", "__patterns", "__formats", "__some_key_not_in"):
             out[key] = list(value)  # (a copy: a later "pattern" appends to it)
             return
         out[key] = value
@@ -216,7 +216,7 @@ def _merge_key(out: dict, key: str, value: Any, pointer: str, builder, parts: li
         for name, sub in value.items():
             merged[name] = siblings(merged[name], sub) if name in merged else sub
         out[key] = merged
-    elif key in ("__not_values", "__not_strings"):
+    elif key in ("__not_values", "__not_strings", "__some_key_not_in"):
         out[key] = list(old) + list(value)
     elif key in ("__patterns", "__formats"):  # (merged parts merged again: every pattern and format holds)
         out[key] = list(dict.fromkeys(list(old) + list(value)))
@@ -265,6 +265,7 @@ def _json_equal(a: Any, b: Any) -> bool:
 
 
 def _types_of(schema: Any) -> set[str] | None:
+    """A superset of the JSON types ``schema`` admits (None: unknown)."""
     if not isinstance(schema, dict):
         return None
     if "const" in schema:
@@ -273,7 +274,7 @@ def _types_of(schema: Any) -> set[str] | None:
         return {_json_type(v) for v in schema["enum"]}
     t = schema.get("type")
     if t is None:
-        return None
+        return _through_branches(schema, _types_of, lambda found: set().union(*found))
     names = set(t) if isinstance(t, list) else {t}
     if "number" in names:
         names.add("integer")
@@ -297,11 +298,31 @@ def _json_type(v: Any) -> str:
 
 
 def _values_of(schema: Any) -> list | None:
+    """A superset of the values ``schema`` admits, where it lists them (None: not a finite list)."""
     if isinstance(schema, dict):
         if "const" in schema:
             return [schema["const"]]
         if isinstance(schema.get("enum"), list):
             return schema["enum"]
+        return _through_branches(schema, _values_of, lambda found: [v for vs in found for v in vs])
+    return None
+
+
+def _through_branches(schema: dict, of, union):
+    """``of`` of an anyOf/oneOf (the union of its branches', where every branch has one) or of an
+    allOf (any part's bounds the whole), else None. ``$ref`` is not followed (unknown)."""
+    if "$ref" in schema:
+        return None
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and branches:
+            found = [of(b) for b in branches]
+            if all(f is not None for f in found):
+                return union(found)
+    for part in schema.get("allOf", []) if isinstance(schema.get("allOf"), list) else []:
+        found = of(part)
+        if found is not None:
+            return found
     return None
 
 

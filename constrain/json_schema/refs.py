@@ -21,6 +21,8 @@ _SCHEMA_VALUES = {"items", "additionalItems", "additionalProperties", "contains"
 
 # names the root document whatever base a reference is read under (``RefResolver._portable``)
 ROOT_URI = "urn:constrain:root"
+SYNTHETIC = "#/$constrain:written"  # pointers of schemas the compiler writes (``RefResolver.synthetic``)
+_REF_ANNOTATIONS = ("$ref", "title", "description", "$comment", "default", "examples")
 
 
 def pointer_segment(name: Any) -> str:
@@ -68,6 +70,29 @@ class RefResolver:
         self._id_holders: set[str] = set()  # pointers at or above a schema that sets its own base
         self._index(root, "#", self.base)
         self._validator = None
+        # schemas the compiler writes and refers to (the negation of a recursive schema): pointer ->
+        # schema, None while being written
+        self.synthetic: dict[str, Any] = {}
+
+    def new_synthetic(self) -> str:
+        """A pointer for a schema the compiler will write (``synthetic``)."""
+        pointer = f"{SYNTHETIC}/{len(self.synthetic)}"
+        self.synthetic[pointer] = None
+        return pointer
+
+    def ref_chain_end(self, schema: Any, at: str) -> str | None:
+        """The pointer a schema that is only a ``$ref`` chain (``deref``) ends at; None for others."""
+        pointer = None
+        seen = set()
+        while isinstance(schema, dict) and "$ref" in schema and all(k in _REF_ANNOTATIONS for k in schema):
+            if self.synthetic.get(self._pointer_of(schema["$ref"], at), False) is None:
+                return self._pointer_of(schema["$ref"], at)  # (still being written)
+            pointer, schema = self.resolve(schema["$ref"], at)
+            if pointer in seen:
+                raise SchemaError("a $ref cycle that never reaches a schema", at)
+            seen.add(pointer)
+            at = pointer
+        return pointer
 
     def _index(self, node: Any, pointer: str, base: str) -> None:
         if isinstance(node, dict):
@@ -96,6 +121,10 @@ class RefResolver:
                 _mapped(k, v, f"{pointer}/{pointer_segment(k)}", lambda sub, at: self._index(sub, at, base))
 
     def pointer_get(self, pointer: str) -> Any:
+        if pointer.startswith(SYNTHETIC + "/"):
+            if self.synthetic.get(pointer) is None:
+                raise KeyError(pointer)
+            return self.synthetic[pointer]
         node = self.root
         if pointer in ("#", ""):
             return node
@@ -197,8 +226,7 @@ class RefResolver:
     def deref(self, schema: Any, at: str) -> Any:
         """Follow a schema that is only a ``$ref`` (plus annotations); others come back unchanged."""
         seen = set()
-        while isinstance(schema, dict) and "$ref" in schema and all(
-                k in ("$ref", "title", "description", "$comment", "default", "examples") for k in schema):
+        while isinstance(schema, dict) and "$ref" in schema and all(k in _REF_ANNOTATIONS for k in schema):
             ptr, schema = self.resolve(schema["$ref"], at)
             if ptr in seen:
                 raise SchemaError("a $ref cycle that never reaches a schema", at)
