@@ -81,18 +81,23 @@ class RefResolver:
         return pointer
 
     def ref_chain_end(self, schema: Any, at: str) -> str | None:
-        """The pointer a schema that is only a ``$ref`` chain (``deref``) ends at; None for others."""
+        """The pointer a schema that is only a ``$ref`` chain (``deref``) ends at, or a written
+        schema's that is still being written; None for others."""
+        return self._follow(schema, at, stop_at_open=True)[0]
+
+    def _follow(self, schema: Any, at: str, stop_at_open: bool = False) -> tuple[str | None, Any]:
+        """(pointer, schema) at the end of a chain of schemas that are only a ``$ref`` (plus annotations)."""
         pointer = None
         seen = set()
         while isinstance(schema, dict) and "$ref" in schema and all(k in _REF_ANNOTATIONS for k in schema):
-            if self.synthetic.get(self._pointer_of(schema["$ref"], at), False) is None:
-                return self._pointer_of(schema["$ref"], at)  # (still being written)
+            if stop_at_open and self.synthetic.get(self._pointer_of(schema["$ref"], at), False) is None:
+                return self._pointer_of(schema["$ref"], at), schema
             pointer, schema = self.resolve(schema["$ref"], at)
             if pointer in seen:
                 raise SchemaError("a $ref cycle that never reaches a schema", at)
             seen.add(pointer)
             at = pointer
-        return pointer
+        return pointer, schema
 
     def _index(self, node: Any, pointer: str, base: str) -> None:
         if isinstance(node, dict):
@@ -225,14 +230,7 @@ class RefResolver:
 
     def deref(self, schema: Any, at: str) -> Any:
         """Follow a schema that is only a ``$ref`` (plus annotations); others come back unchanged."""
-        seen = set()
-        while isinstance(schema, dict) and "$ref" in schema and all(k in _REF_ANNOTATIONS for k in schema):
-            ptr, schema = self.resolve(schema["$ref"], at)
-            if ptr in seen:
-                raise SchemaError("a $ref cycle that never reaches a schema", at)
-            seen.add(ptr)
-            at = ptr
-        return schema
+        return self._follow(schema, at)[1]
 
     def is_valid(self, instance: Any, schema: Any) -> bool:
         """Validate against a subschema with this document's references (jsonschema is the oracle)."""
