@@ -16,6 +16,7 @@ import pytest
 import constrain
 from constrain import Grammar
 from constrain.json_schema.compiler import _minimal_choices
+from constrain.json_schema.errors import UnsupportedSchemaError
 from constrain.json_schema.merge import branches_disjoint
 from test_json_schema_oneof import check
 from tokenizer_index import TokenizerIndex
@@ -189,3 +190,27 @@ def test_minimal_choices():
     assert [[o["required"][0] for o in c] for c in got] == [["a", "b"]]
     assert len(_minimal_choices([[opt["a"], opt["b"]], [opt["c"], absent]], 3)) == 3  # (a with "a absent": none)
     assert _minimal_choices([[opt["a"], opt["b"]], [opt["c"], absent]], 2) is None  # three needed
+
+
+def test_recursive_negation_whose_merges_keep_growing(byte_index):
+    """A query language (Github_medium o3626's shape: not/and/or of queries, each an overlapping
+    oneOf): the negation refers to itself through merges whose schemas keep growing. Refused with
+    a clear error, not unrolled until the interpreter's recursion limit (~16 s); under
+    unsupported="ignore" compiled again without recursive negations, its oneOf loosened to anyOf."""
+    queries = [{"$ref": f"#/definitions/{k}"} for k in ("pattern", "code", "not", "and", "or")]
+    schema = {"definitions": {
+        "where": {"type": "object", "properties": {
+            "location": {"type": "string"}, "locations": {"type": "array", "items": {"type": "string"}, "minItems": 1}}},
+        "pattern": {"type": "object", "allOf": [{"properties": {"pattern": {"type": "object"}}, "required": ["pattern"]},
+                                                {"$ref": "#/definitions/where"}]},
+        "code": {"type": "object", "allOf": [{"properties": {"code": {"type": "string"}}, "required": ["code"]},
+                                             {"$ref": "#/definitions/where"}]},
+        "not": {"type": "object", "properties": {"not": {"oneOf": queries}}, "required": ["not"]},
+        "and": {"type": "object", "properties": {"and": {"type": "array", "items": {"oneOf": queries}}}, "required": ["and"]},
+        "or": {"type": "object", "properties": {"or": {"type": "array", "items": {"oneOf": queries}}}, "required": ["or"]},
+    }, "type": "object", "properties": {"condition": {"oneOf": queries}}}
+    with pytest.raises(UnsupportedSchemaError, match="a negation through recursive references"):
+        Grammar.from_json_schema(schema, strict=False)
+    g = constrain.compile(Grammar.from_json_schema(schema, strict=False, unsupported="ignore"), byte_index)
+    assert g.accepts_text('{"condition":{"not":{"code":"x","location":"y"}}}')
+    assert not g.accepts_text('{"condition":{"not":{"location":"y"}}}')  # (no branch of the inner oneOf)

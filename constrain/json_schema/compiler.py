@@ -214,8 +214,9 @@ def _old_draft(dialect: Any) -> int | None:
 
 
 class _Builder:
-    def __init__(self, root: Any, options: SchemaOptions) -> None:
+    def __init__(self, root: Any, options: SchemaOptions, recursive_negations: bool = True) -> None:
         self.opt = options
+        self.recursive_negations = recursive_negations  # (see _negate_in and schema_to_cfg)
         old = _old_draft(options.draft or (root.get("$schema", "") if isinstance(root, dict) else ""))
         self.legacy_ref = old is not None  # drafts 4-7: $ref overrides its siblings
         self.refs = RefResolver(root, ignore_remote=options.unsupported == "ignore", id_keyword="id" if old == 4 else "$id",
@@ -506,9 +507,11 @@ class _Builder:
         written = SYNTHETIC in key  # (a merge holding a recursive negation, inlined: see below)
         if written and self._written_merges >= MAX_WRITTEN_MERGES:
             # merging inlines references, so a negation that refers to itself under merges whose
-            # schemas keep growing would unroll without end
-            self.refuse("not", at, "a negation through recursive references")
-            return self.any_value()
+            # schemas keep growing would unroll without end: refused, under unsupported="ignore"
+            # too (``schema_to_cfg`` then compiles again without recursive negations, whose
+            # oneOf is loosened to anyOf at once; loosening each such merge here walked the
+            # breadth below the cap: 30 s to minutes)
+            raise _UnrolledNegation("not", at, "a negation through recursive references")
         sym = self.new_nt(f"allOf@{pointer}")
         self._memo[key] = sym
         first_rule = len(self.rules)
@@ -1709,7 +1712,7 @@ class _Builder:
         if self._negating > 16:  # (a cycle the keys below do not close: contexts that keep changing)
             self.refuse("not", pointer, "a negation through recursive references")
             return True
-        target = self.refs.ref_chain_end(sub, pointer)
+        target = self.refs.ref_chain_end(sub, pointer) if self.recursive_negations else None
         key = None if target is None else (target, _dump(context))
         if key is not None:
             if target in self._negation_of:  # NOT (NOT T in C) is T wherever C holds
@@ -2412,11 +2415,21 @@ def _excluded_names(a, b) -> bool:
     return False
 
 
+class _UnrolledNegation(UnsupportedSchemaError):
+    """A recursive negation whose merges keep growing (``_Builder._merged_value``)."""
+
+
 def schema_to_cfg(schema: Any, options: SchemaOptions | None = None) -> CFG:
     """Compile a JSON Schema (dict or bool) into the grammar IR."""
     options = options or SchemaOptions()
     b = _Builder(schema, options)
-    piece = b.value(schema, "#")
+    try:
+        piece = b.value(schema, "#")
+    except _UnrolledNegation:
+        if options.unsupported == "error":
+            raise
+        b = _Builder(schema, options, recursive_negations=False)  # (their oneOf loosened to anyOf)
+        piece = b.value(schema, "#")
     if piece is None:
         raise EmptySchemaError("the schema allows no instance at all", "#")
     start = b.rule("document", [[piece]])
