@@ -576,10 +576,8 @@ class _Builder:
             if piece is not None and excluded:
                 if not _ast(piece) and t in ("object", "array"):
                     # not one of these objects/arrays: the values as schemas, negated member by member
-                    kept = [v for v in banned if v not in excluded]
+                    # (banned values of other types cannot be instances of type t: dropped)
                     typed = dict({k: v for k, v in schema.items() if k != "__not_values"}, type=t)
-                    if kept:
-                        typed["__not_values"] = kept
                     try:
                         piece = self._rewritten({"allOf": [typed] + [_unequal_to(v) for v in excluded]}, pointer)
                     except EmptySchemaError:
