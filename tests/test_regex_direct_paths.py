@@ -144,6 +144,32 @@ def test_counted_strings_are_minimal_chains_with_their_quotes(lo, hi, opening, c
     assert build_dfa(leaf) is dfa  # taken as it is, not minimised again
 
 
+@pytest.mark.parametrize("lo,hi,opening,closing", [
+    (0, None, True, True), (1, None, True, True), (8, None, True, True), (3, None, False, True), (2, None, False, False),
+    (0, 1, True, True), (0, 10, True, True), (3, 3, True, True), (6, 16, False, True), (2, 5, True, False)])
+def test_short_and_unbounded_counted_strings_are_chains_as_minimal_as_the_nfa_paths(lo, hi, opening, closing):
+    """Up to 16 characters, or with no upper bound, a counted string is a regex repetition whose
+    automaton ``build_dfa`` builds as a chain (``automaton._counted_body_run``; a loop for ``hi``
+    None), not by subset construction: the same minimal automaton, numbered copy by copy."""
+    from constrain.json_schema import strings as js
+
+    js.char_dfa()  # (registers the character as a chain body)
+    node = cat(*([js.QUOTE] if opening else []), rep(js.ANY_CHAR, lo, hi), *([js.QUOTE] if closing else []))
+    clear_memo()
+    chain = automaton._counted_body_run(node)
+    assert chain is not None
+    clear_memo()
+    assert _same(build_dfa(node), chain)
+    expected = _via_nfa(node)
+    table, accepting, _ = automaton._minimize(chain.table, chain.accepting)
+    assert (chain.classes == expected.classes).all()
+    assert table.shape == expected.table.shape == chain.table.shape  # (minimal: as many states)
+    assert (table == expected.table).all() and (accepting == expected.accepting).all()
+    text = '"' * opening + "a\\u00e9\u00e9" * (lo // 3 + 1) + '"' * closing
+    n_chars = 3 * (lo // 3 + 1)
+    assert chain.accepts(text.encode()) == (hi is None or n_chars <= hi)
+
+
 def test_repeated_alternations_share_one_nfa_fragment_exactly():
     """An alternation met again is copied from its first build (``automaton._ALT_TEMPLATES``) with
     state ids shifted: the copies must not leak edges into each other or into the shared start."""

@@ -128,7 +128,9 @@ def test_the_horizon_of_a_cyclic_automaton_is_exact(pattern):
 
 
 @pytest.mark.parametrize("lo,hi,opening,closing", [(0, 255, True, True), (3, 40, True, True), (0, 20, False, True),
-                                                   (5, 30, True, False), (25, 25, True, True), (0, 17, False, False)])
+                                                   (5, 30, True, False), (25, 25, True, True), (0, 17, False, False),
+                                                   (0, None, True, True), (7, None, True, True), (2, None, False, True),
+                                                   (4, None, True, False), (0, 5, True, True), (3, 3, True, True)])
 def test_counted_chain_classes_refine_the_bounded_equivalence(lo, hi, opening, closing):
     """The classes a counted string's chain states get by arithmetic (``counted.chain_classes``,
     which the lexer takes instead of Moore refinement) never merge two states that a string of

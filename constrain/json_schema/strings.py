@@ -248,6 +248,7 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
                 _BODIES.move_to_end(key)
             return hit
     if max_len is None or max_len <= MAX_COUNTED_CHARS:
+        char_dfa()  # (registered: the automaton of this repetition is built as a chain)
         body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
     elif closing and not fixed and max_len < chunk:
         body = _split_chars(min_len, max_len, opening, chunk)
@@ -303,7 +304,10 @@ def char_dfa():
     """The DFA of one character's JSON spellings (prefix-free: ``counted.prefix_free_dfa``), one per process."""
     global _CHAR_DFA
     if _CHAR_DFA is None:
-        _CHAR_DFA = counted.prefix_free_dfa(ANY_CHAR)
+        dfa = counted.prefix_free_dfa(ANY_CHAR)
+        automaton.mark_process_lifetime(dfa)
+        automaton.keep_counted_body(ANY_CHAR, dfa)  # (strings of bounded length: chains at every bound)
+        _CHAR_DFA = dfa
     return _CHAR_DFA
 
 

@@ -1124,6 +1124,9 @@ def _build_dfa(node, source: str | None) -> DFA:
     glued = _static_chain(node)
     if glued is not None:
         return glued
+    counted = _counted_body_run(node)
+    if counted is not None:
+        return counted
     words = _literal_words(node)
     if words is not None and len(words) > 64:
         return _word_set_dfa(words)
@@ -1140,6 +1143,67 @@ def _build_dfa(node, source: str | None) -> DFA:
     if spelled is not None:
         return spelled
     return _via_nfa(node, source)
+
+
+# Prefix-free bodies whose repetitions are built as chains at any bound (``_counted_body_run``),
+# by node id: (node, its DFA); a bounded set the front ends register (one character of a JSON
+# string in every spelling), kept for the process.
+_COUNTED_BODIES: dict[int, tuple] = {}
+
+
+def keep_counted_body(node, dfa: DFA) -> None:
+    """Register ``node`` (this object), a prefix-free language whose automaton is ``dfa`` and lives
+    for the process, as a body that ``_counted_body_run`` repeats by chains. Its automaton may not
+    enter its start state again (a loop chain shares one copy's inner states: ``counted._loop_chain``)."""
+    if (_class_table(dfa)[0] == dfa.start).any():
+        raise ValueError("a counted body's automaton may not re-enter its start state")
+    with _memo_lock:
+        _COUNTED_BODIES[id(node)] = (node, dfa)
+
+
+def _counted_body_run(node) -> DFA | None:
+    """``b? X{lo,hi} b'?`` for a registered body X (``keep_counted_body``) and optional single ASCII
+    bytes ``b``, ``b'`` (a JSON string of bounded length between its quotes) as a chain of X's
+    copies (``counted.repeat_dfa``; ``hi`` None: a loop), minimal as built. Up to 16 characters
+    and without ``maxLength`` the NFA's subset construction built these (~0.6-1.9 ms a string
+    terminal at compile, Python's Thompson construction most of it)."""
+    kids = node[1] if node[0] == "cat" else (node,) if node[0] == "rep" else ()
+    if not 1 <= len(kids) <= 3:
+        return None
+    i = 0
+    before = after = None
+    if len(kids) > 1 and _single_ascii_byte(kids[0]) is not None:
+        before, i = _single_ascii_byte(kids[0]), 1
+    if i >= len(kids) or kids[i][0] != "rep":
+        return None
+    rep_node = kids[i]
+    if i + 1 < len(kids):
+        if i + 2 != len(kids):
+            return None
+        after = _single_ascii_byte(kids[i + 1])
+        if after is None:
+            return None
+    hit = _COUNTED_BODIES.get(id(rep_node[1]))
+    if hit is None or hit[0] is not rep_node[1]:
+        return None
+    lo, hi = rep_node[2], rep_node[3]
+    if hi is not None and (hi < 1 or lo > hi):
+        return None
+    body = hit[1]
+    if after is not None and _class_table(body)[0][0, int(body.classes[after])] >= 0:
+        return None  # (the byte after could continue the body)
+    if (hi if hi is not None else lo + 1) * body.num_states > MAX_DFA_STATES:
+        return None  # (the general path says why it is too big)
+    from constrain.regex.counted import repeat_dfa
+
+    return repeat_dfa(body, lo, hi, before=before, after=after)
+
+
+def _single_ascii_byte(node) -> int | None:
+    """The byte of a one-ASCII-byte set node, else None."""
+    if node[0] == "set" and len(node[1]) == 1 and node[1][0][0] == node[1][0][1] < 0x80:
+        return node[1][0][0]
+    return None
 
 
 COUNTED_MIN_HI = 16  # X{lo,hi} with hi above this (and X prefix-free): a chain of copies (``_counted_repetition``)
@@ -1602,7 +1666,7 @@ class _PieceTries:
 _PIECE_TRIES = _PieceTries()
 
 
-def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
+def _spelled_trie_dfa(node, minimal: bool = True, min_pieces: int = _SPELLED_TRIE_PIECES) -> DFA | None:
     """Minimal DFA of an alternation of concatenations of small finite pieces (an enum of JSON
     strings, or the names an object declares: each character a piece of its every spelling),
     without the NFA: a trie over the pieces (values sharing a prefix share its nodes), each trie
@@ -1613,7 +1677,9 @@ def _spelled_trie_dfa(node, minimal: bool = True) -> DFA | None:
     automaton of an object (``boolean.lazy_difference``). A 70-value enum: 42 ms (NFA) -> 2.7 ms.
     Static pieces' tries are read from the process's registry (``_PieceTries``); a build with
     another piece lays its pieces' tries out itself."""
-    if node[0] != "alt" or sum(len(c[1]) if c[0] == "cat" else 1 for c in node[1]) < _SPELLED_TRIE_PIECES:
+    if node[0] == "cat":  # one value
+        node = ("alt", (node,))
+    if node[0] != "alt" or sum(len(c[1]) if c[0] == "cat" else 1 for c in node[1]) < min_pieces:
         return None
     index_of_id, index_of, pieces = {}, {}, []
     seq_ids: list[int] = []
@@ -1668,7 +1734,7 @@ def spelled_trie_dfa(node) -> DFA | None:
     """``_spelled_trie_dfa`` before its minimisation (a trie, trim; each state reached by one path),
     or None. Subtracted from a string body (``boolean._minus_finite``) it needs no minimising: its
     Revuz pass was ~70 us of an undeclared-key automaton and left ~85% of the states."""
-    return _spelled_trie_dfa(node, minimal=False)
+    return _spelled_trie_dfa(node, minimal=False, min_pieces=1)
 
 
 @numba.njit(cache=True)

@@ -22,7 +22,7 @@ def prefix_free_dfa(node) -> DFA | None:
     return dfa
 
 
-def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: int | None = None) -> DFA:
+def repeat_dfa(body: DFA, lo: int, hi: int | None, before: int | None = None, after: int | None = None) -> DFA:
     """DFA of ``before? body{lo,hi} after?`` for a prefix-free body DFA (see ``prefix_free_dfa``),
     over the body's byte classes (plus one for each of the optional single bytes ``before`` and
     ``after``: a JSON string's quotes). A minimal prefix-free body has one accepting state and no
@@ -31,7 +31,37 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
 
     The result is minimal (tested against ``_minimize``) but numbered copy by copy, not in BFS order;
     its horizon is the bound every DFA has (states - 1), so ``build_dfa`` takes it as it is: it was
-    minimising 2,500-5,000-state chains again (~3-8 ms each), and gluing the quotes on cost as much."""
+    minimising 2,500-5,000-state chains again (~3-8 ms each), and gluing the quotes on cost as much.
+
+    ``hi`` None: ``body{lo,}``, copies 0..lo-1 then a loop state (``_loop_chain``). A JSON string
+    with only ``minLength``, or with a bound up to 16, went through the NFA's subset construction:
+    ~0.6-1.9 ms a string terminal at compile."""
+    k, step, classes, before_col, after_col, rest = _chain_parts(body, before, after)
+    if hi is None:
+        out, accepting = _loop_chain(step, lo, before_col, after_col)
+    else:
+        out, accepting = _chain(step, hi, lo, before_col, after_col)
+    dfa = DFA(accepting=accepting, table=out, classes=classes, horizon=out.shape[0] - 1)
+    if hi is None:
+        dfa.bounded_classes = lambda depth: loop_chain_classes(rest, lo, depth, before is not None, after is not None)
+    else:
+        dfa.bounded_classes = lambda depth: chain_classes(rest, lo, hi, depth, before is not None, after is not None)
+    # (a chain state's copy and place: copy i's state s is ``first_copy + i * copy_states + s``)
+    dfa.copy_states, dfa.first_copy = k, 1 if before is not None else 0
+    dfa.finish_lengths = rest  # (``chain_prefix_classes`` of chains laid out over this one: ``strings._split_chars``)
+    return dfa
+
+
+def _chain_parts(body: DFA, before: int | None, after: int | None) -> tuple:
+    """(k, step, classes, before_col, after_col, rest) of ``repeat_dfa``'s chains of ``body`` with those
+    quote bytes, whatever the bounds: computed once per body and quotes and kept on the body (a
+    string's character DFA is one per process: its small numpy steps were ~200 us of each chain).
+    ``step``: the body's k non-accepting rows (``_chain``'s), ``rest``: per inner state the fewest
+    bytes that finish its copy."""
+    kept = vars(body).setdefault("_chain_parts", {})
+    hit = kept.get((before, after))
+    if hit is not None:
+        return hit
     from constrain.regex.automaton import _class_table
 
     table, classes = _class_table(body)
@@ -54,16 +84,9 @@ def repeat_dfa(body: DFA, lo: int, hi: int, before: int | None = None, after: in
         step, classes = _with_byte_class(step, classes, before)
     after_col = int(classes[after]) if after is not None else -1  # (read after both splits renumbered)
     before_col = int(classes[before]) if before is not None else -1
-    out, accepting = _chain(np.ascontiguousarray(step), hi, lo, before_col, after_col)
-    dfa = DFA(accepting=accepting, table=out, classes=classes, horizon=out.shape[0] - 1)
-    rest = getattr(body, "_finish_lengths", None)  # per inner state: the fewest bytes that finish its copy
-    if rest is None:  # (kept on the body: a string's character DFA is one per process, ~140 us a chain)
-        rest = body._finish_lengths = _bytes_to_finish(table, acc)[inner]
-    dfa.bounded_classes = lambda depth: chain_classes(rest, lo, hi, depth, before is not None, after is not None)
-    # (a chain state's copy and place: copy i's state s is ``first_copy + i * copy_states + s``)
-    dfa.copy_states, dfa.first_copy = k, 1 if before is not None else 0
-    dfa.finish_lengths = rest  # (``chain_prefix_classes`` of chains laid out over this one: ``strings._split_chars``)
-    return dfa
+    rest = _bytes_to_finish(table, acc)[inner]
+    # (shared by every chain of this body: never written after this)
+    return kept.setdefault((before, after), (k, np.ascontiguousarray(step), classes, before_col, after_col, rest))
 
 
 def _bytes_to_finish(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
@@ -96,6 +119,24 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
     k = rest.shape[0]
     _, key = _chain_keys(rest, lo, hi, depth, hi * k + 1)
     chain = _ranks_of_runs(key, hi, k)
+    top = int(chain.max()) + 1
+    parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
+    parts.append(chain)
+    if after:
+        parts.append([top])
+    return np.concatenate(parts).astype(np.int64)
+
+
+def loop_chain_classes(rest: np.ndarray, lo: int, depth: int, before: bool, after: bool) -> np.ndarray:
+    """``chain_classes`` of ``repeat_dfa``'s loop chain (``hi`` None, ``_loop_chain``): its states read
+    as a chain's do when its upper bound is too far to be seen within ``depth`` bytes (the loop
+    state L as such a chain's copy ``lo`` start; copy lo-1's inner states, which L shares, read the
+    same there as in that chain: no lower bound is left after them)."""
+    k = rest.shape[0]
+    far = lo + depth + 3  # (every copy's upper bound past what ``depth`` bytes can tell apart)
+    s, key = _chain_keys(rest, lo, far, depth, lo * k + 1 if lo else k)  # (copies 0..lo-1, then L)
+    _, chain = np.unique(s * (depth + 2) ** 2 + key, return_inverse=True)
+    chain = chain.reshape(-1).astype(np.int64)
     top = int(chain.max()) + 1
     parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
     parts.append(chain)
@@ -162,6 +203,49 @@ def _with_byte_class(table: np.ndarray, classes: np.ndarray, byte: int) -> tuple
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return np.ascontiguousarray(table[:, order]), rank[classes].astype(np.int32)
+
+
+@numba.njit(cache=True)
+def _loop_chain(step, lo, before_col, after_col):  # pragma: no cover - numba
+    """``_chain`` for ``body{lo,}``: copies 0..lo-1, then the loop state L (accepting, or reading
+    ``after_col`` into the final state), where copy lo-1's finished body ends; L reads a body into
+    copy lo-1's own inner states (which end at L whichever way they were entered: one set of them
+    suffices, and two would not be minimal). ``lo`` 0: one copy whose start is L. The body never
+    re-enters its start (``automaton.keep_counted_body``), so copy lo-1's inner states never lead
+    back into that copy's start from L."""
+    k, width = step.shape
+    off = 1 if before_col >= 0 else 0
+    m = lo * k + 1 if lo > 0 else k
+    n = off + m + (1 if after_col >= 0 else 0)
+    out = np.full((n, width), -1, dtype=np.int32)
+    accepting = np.zeros(n, dtype=np.bool_)
+    loop = off + lo * k
+    for i in range(max(lo, 1)):
+        base = off + i * k
+        nxt = base + k if lo > 0 else loop
+        for s in range(k):
+            for c in range(width):
+                t = step[s, c]
+                if t == -2:
+                    out[base + s, c] = nxt
+                elif t >= 0:
+                    out[base + s, c] = base + t
+    if lo > 0:
+        base = off + (lo - 1) * k
+        for c in range(width):
+            t = step[0, c]
+            if t == -2:
+                out[loop, c] = loop
+            elif t >= 0:
+                out[loop, c] = base + t
+    if after_col >= 0:
+        out[loop, after_col] = n - 1
+        accepting[n - 1] = True
+    else:
+        accepting[loop] = True
+    if before_col >= 0:
+        out[0, before_col] = 1
+    return out, accepting
 
 
 @numba.njit(cache=True)
