@@ -371,7 +371,14 @@ def test_walks_resume_after_every_lexer_store_growth(real_vocab, key, monkeypatc
         make_room(self, longest)
         self._trans = self._trans[: int(self._ctr[lexer.N_STATES]) + 257]
 
+    initial_store = lexer.LexerBlocks._initial_store
+
+    def barely_at_first(self, k):
+        initial_store(self, k)
+        self._trans = self._trans[:257]
+
     monkeypatch.setattr(lexer.LexerBlocks, "make_room", barely)
+    monkeypatch.setattr(lexer.LexerBlocks, "_initial_store", barely_at_first)
     tight = CFGCompiledGrammar(_source(key)[1], index, description=key)
     _assert_same_masks(roomy, tight, tok, index, key, _seed(key) + 31)
     assert len(grows) > 5, len(grows)

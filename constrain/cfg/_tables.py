@@ -95,6 +95,33 @@ def reachable(lhs, ptr, syms, n_nt, start):  # pragma: no cover - numba
 
 
 @numba.njit(cache=True)
+def symbols_in_range(syms, n_nt, n_t):  # pragma: no cover - numba
+    """Whether every symbol names a terminal (``0 <= s < n_t``) or a nonterminal (``-n_nt <= s < 0``)."""
+    for k in range(syms.shape[0]):
+        if syms[k] < -n_nt or syms[k] >= n_t:
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def rules_fault(lhs, ptr, syms, n_nt, n_t, start, productive):  # pragma: no cover - numba
+    """What ``CFG.validate`` refuses, in one pass (its messages are written only then) of rules whose
+    symbols are in range (``symbols_in_range``): 0 none, 2 a reachable unproductive nonterminal,
+    3 a reachable nonterminal without rules."""
+    seen = reachable(lhs, ptr, syms, n_nt, start)
+    has_rules = np.zeros(n_nt, dtype=np.bool_)
+    for r in range(lhs.shape[0]):
+        has_rules[lhs[r]] = True
+    for a in range(n_nt):
+        if seen[a] and not productive[a]:
+            return 2
+    for a in range(n_nt):
+        if seen[a] and not has_rules[a]:
+            return 3
+    return 0
+
+
+@numba.njit(cache=True)
 def item_tables(lhs, ptr, syms, n_nt, n_t, nullable, wt):  # pragma: no cover - numba
     """The Earley item tables (see ``FastEarley``). Item ``ptr[r] + r + d`` is rule ``r`` with the
     dot before symbol ``d`` (``d == len``: the end item). Returns (kinds, args, lhss,

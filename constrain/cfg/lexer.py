@@ -782,27 +782,10 @@ class LexerBlocks:
         self._ctr[LONGEST] = 1
         self._ctr[MAX_STATES] = MAX_LEXER_STATES
         self._ctr[LOOP_BITS] = 1
-        # the state store: rows (written when a state is expanded), whether each state is, its
-        # loop bits (the bytes it steps on to a state of its own mask class: bit b & 63 of word
-        # b >> 6; see ``ensure_expanded``), accepted
-        # terminals (ptr/flat), mask class, and its live components (ptr/flat, hashes and slots of
-        # the vector table, ``constrain._intern``; start states are stored unindexed)
-        self._trans = np.empty((0, 256), dtype=np.int32)
-        self._expanded = np.zeros(0, dtype=np.bool_)
-        self._loops = np.zeros((0, 4), dtype=np.uint64)
-        self._acc_ptr = np.zeros(1, dtype=np.int32)
-        self._acc_terms = np.zeros(0, dtype=np.int32)
-        self._mask_class = np.zeros(0, dtype=np.int64)  # state -> class id (see regex/equivalence.py)
-        self._no_word = np.zeros(0, dtype=np.bool_)  # a start's word twin (``add_start``)
-        self._vec_ptr = np.zeros(1, dtype=np.int64)
-        self._vec = np.zeros(0, dtype=np.int32)
-        self._hashes = np.zeros(0, dtype=np.int64)
-        self._slots = np.full(2, -1, dtype=np.int64)
-        # several live components -> mask class: their vectors of component classes, interned
-        self._cv = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64),
-                    np.full(2, -1, dtype=np.int64))
-        self._cv_class = np.zeros(0, dtype=np.int64)
-        self._scratch = np.empty(1, dtype=np.int32)
+        # the state store, with room for the first states (``_initial_store``)
+        longest = min(len(terminals) + len(self.ignore), 32)
+        self._initial_store(max(1, longest))
+        self._scratch = np.empty(2 * max(1, longest), dtype=np.int32)
         self._prev = np.empty(256, dtype=np.int32)  # expansion buffers (also a row's targets per class)
         self._cut = np.empty(256, dtype=np.bool_)
         self._loop_work = np.empty((9, 128), dtype=np.int64)  # ``_bounded_loop``'s lists
@@ -844,9 +827,33 @@ class LexerBlocks:
             self._adopt_templates(_shared_store())
         else:
             self._empty_templates()
-        # room for blocks of up to 32 terminals from the start: a grammar's first mask makes its blocks
-        # inside the walk (``block_start``), and growing the store there cost a pause (~90 us)
-        self.make_room(longest=min(len(terminals) + len(self.ignore), 32))
+
+    def _initial_store(self, k: int) -> None:
+        """The state store as ``make_room(longest=k)`` leaves an empty one (room for ``4 *
+        _ROOM_STATES`` states of up to ``k`` components, the rows reserved unwritten), allocated
+        here directly: growing empty arrays took a dozen numba calls, ~70 us of every compile.
+        Room for blocks of up to 32 terminals from the start: a grammar's first mask makes its
+        blocks inside the walk (``block_start``), and growing the store there cost a pause (~90 us)."""
+        more = 4 * _ROOM_STATES
+        self._trans = np.empty((max(more, _RESERVED_STATES), 256), dtype=np.int32)
+        # the state store: rows (written when a state is expanded), whether each state is, its
+        # loop bits (the bytes it steps on to a state of its own mask class: bit b & 63 of word
+        # b >> 6; see ``ensure_expanded``), accepted terminals (ptr/flat), mask class, and its live
+        # components (ptr/flat, hashes and slots of the vector table, ``constrain._intern``; start
+        # states are stored unindexed)
+        self._loops = np.empty((more, 4), dtype=np.uint64)
+        self._expanded = np.zeros(more, dtype=np.bool_)
+        self._mask_class = np.zeros(more, dtype=np.int64)  # state -> class id (see regex/equivalence.py)
+        self._no_word = np.zeros(more, dtype=np.bool_)  # a start's word twin (``add_start``)
+        self._acc_ptr = np.zeros(more + 1, dtype=np.int32)
+        self._acc_terms = np.zeros(more * k, dtype=np.int32)
+        slots = 1 << (2 * more - 1).bit_length()  # (a power of two, at least twice the vectors)
+        self._vec_ptr, self._vec = np.zeros(more + 1, dtype=np.int64), np.empty(more * k, dtype=np.int32)
+        self._hashes, self._slots = np.zeros(more, dtype=np.int64), np.full(slots, -1, dtype=np.int64)
+        # several live components -> mask class: their vectors of component classes, interned
+        self._cv = (np.zeros(more + 1, dtype=np.int64), np.empty(more * k, dtype=np.int32),
+                    np.zeros(more, dtype=np.int64), np.full(slots, -1, dtype=np.int64))
+        self._cv_class = np.zeros(more, dtype=np.int64)
 
     def _empty_templates(self) -> None:
         """An empty template store. Templates: automata whose rows are stored once in a flat table

@@ -963,6 +963,9 @@ def chain_heads(node) -> "tuple[list[int], tuple] | None":
         known = _LINK_OF_OBJECT.get(id(child))
         if known is not None and known[0] is child:
             pid = known[1]
+        elif child[0] == "set" and len(child[1]) == 1 and child[1][0][0] == child[1][0][1] < 0x80 and \
+                _LINK_OF_BYTE[child[1][0][0]] != _UNSEEN:
+            pid = _LINK_OF_BYTE[child[1][0][0]]  # (one ASCII byte: a quote of a key, equal but not the object kept)
         else:
             hit = _static_piece(child)
             if hit is None:
@@ -973,12 +976,18 @@ def chain_heads(node) -> "tuple[list[int], tuple] | None":
                     pid = -1
                 if _STATIC_OBJECTS.get(id(child)) is child:
                     _LINK_OF_OBJECT[id(child)] = (child, pid)
+                if child[0] == "set" and len(child[1]) == 1 and child[1][0][0] == child[1][0][1] < 0x80:
+                    _LINK_OF_BYTE[child[1][0][0]] = pid
         if pid < 0:
             break
         ids.append(pid)
     if len(ids) < 2:
         return None
     return ids, kids[len(ids):]
+
+
+_UNSEEN = -2
+_LINK_OF_BYTE = [_UNSEEN] * 128  # one ASCII byte's piece id in ``chain_heads`` (-1: not a link), once seen
 
 
 _CHAIN_LINKS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
