@@ -1307,8 +1307,11 @@ def _vetoed_parts(node) -> tuple | None:
     if veto is None:
         return None
     dfa = lexer_dfa(a)
-    table = dfa.table if dfa.table is not None else dfa.trans
-    if (table[np.asarray(dfa.accepting, dtype=np.bool_)] >= 0).any():  # A goes on after a word
+    reads_on = vars(dfa).get("_reads_past_accepting")  # (kept on A: any JSON string, one per process)
+    if reads_on is None:
+        table = dfa.table if dfa.table is not None else dfa.trans
+        reads_on = dfa._reads_past_accepting = bool((table[np.asarray(dfa.accepting, dtype=np.bool_)] >= 0).any())
+    if reads_on:  # A goes on after a word
         return None
     # one mask class per trie state (finer than its bounded classes, so sound): their Moore rounds
     # took ~80 us a trie, and the difference automaton had one class per state too

@@ -1139,6 +1139,10 @@ def _build_dfa(node, source: str | None) -> DFA:
     words = _literal_words(node)
     if words is not None and len(words) > 64:
         return _word_set_dfa(words)
+    if node[0] == "alt" and len(node[1]) > 1:  # (an enum of strings: its spellings are rarely few)
+        spelled = _spelled_trie_dfa(node)
+        if spelled is not None:
+            return spelled
     words = _finite_words(node, 64)
     if words:  # a character in every JSON spelling, a short literal, a small set
         return _small_word_set_dfa(words)
@@ -1686,8 +1690,6 @@ def _spelled_trie_dfa(node, minimal: bool = True, min_pieces: int = _SPELLED_TRI
     automaton of an object (``boolean.lazy_difference``). A 70-value enum: 42 ms (NFA) -> 2.7 ms.
     Static pieces' tries are read from the process's registry (``_PieceTries``); a build with
     another piece lays its pieces' tries out itself."""
-    if node[0] == "cat":  # one value
-        node = ("alt", (node,))
     if node[0] != "alt" or sum(len(c[1]) if c[0] == "cat" else 1 for c in node[1]) < min_pieces:
         return None
     index_of_id, index_of, pieces = {}, {}, []
@@ -1743,7 +1745,9 @@ def spelled_trie_dfa(node) -> DFA | None:
     """``_spelled_trie_dfa`` before its minimisation (a trie, trim; each state reached by one path),
     or None. Subtracted from a string body (``boolean._minus_finite``) it needs no minimising: its
     Revuz pass was ~70 us of an undeclared-key automaton and left ~85% of the states."""
-    return _spelled_trie_dfa(node, minimal=False, min_pieces=1)
+    # (any number of pieces: as the lexer's veto of an object's names, one short name included, it
+    # spares building the undeclared keys' difference automaton)
+    return _spelled_trie_dfa(("alt", (node,)) if node[0] == "cat" else node, minimal=False, min_pieces=1)
 
 
 @numba.njit(cache=True)
