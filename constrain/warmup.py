@@ -65,6 +65,9 @@ def warmup() -> float:
     from constrain.cfg.walk_args import set_tables
 
     set_tables(g._walk_args(), g.lexers.lx, g.parser.S, g.parser.X, g._judged_states())
+    # the lexer store grown (``LexerBlocks.make_room``: the store is laid out at its first size
+    # without it, so the first growth, inside a mask, loaded its helpers: ~15 ms)
+    g.lexers.make_room(g.lexers.token_depth + 1)
     from constrain.json_schema.numbers import integer_every_spelling
     from constrain.json_schema.strings import keep_ascii_spellings
 
