@@ -122,7 +122,10 @@ class Grammar:
                                 property_order=property_order, strict=strict, unsupported=unsupported,
                                 formats=formats, draft=draft, spellings=spellings)
         cfg = schema_to_cfg(schema, options)
-        source = _json.dumps(schema, sort_keys=True, default=str)
+        # (the compile cache's key: key order kept, since the declared properties' order is the
+        # order property_order="schema" writes them in; sorted keys gave two schemas that differ
+        # only there one compiled grammar, the first one's)
+        source = _json.dumps(schema, default=str)
         return cls(kind="cfg", source=source, _ast=cfg, dialect="json-schema", start=repr(options))
 
     @property

@@ -465,6 +465,20 @@ def test_email_local_part_is_capped_at_64_octets(index):
     assert not g.accepts_text('"' + "a" * 64 + '\\u0061@example.com"')
 
 
+def test_schemas_that_differ_only_in_property_order_are_compiled_apart(index):
+    """The compile cache keys a schema by its text in key order: the declared order is the order
+    ``property_order="schema"`` writes, so reordered properties are another grammar, not a cache hit."""
+    props = {"a": {"type": "integer"}, "b": {"type": "integer"}}
+    first, second = ({"type": "object", "properties": dict(order), "required": ["a", "b"],
+                      "additionalProperties": False} for order in (props.items(), reversed(props.items())))
+    g1 = constrain.compile(constrain.Grammar.from_json_schema(first), index)
+    g2 = constrain.compile(constrain.Grammar.from_json_schema(second), index)
+    assert g1 is not g2
+    assert g1.accepts_text('{"a":1,"b":2}') and not g1.accepts_text('{"b":2,"a":1}')
+    assert g2.accepts_text('{"b":2,"a":1}') and not g2.accepts_text('{"a":1,"b":2}')
+    assert constrain.compile(constrain.Grammar.from_json_schema(dict(second)), index) is g2  # (equal text: a hit)
+
+
 def test_length_bounds_a_format_or_pattern_implies_are_not_counted(index):
     """Bounds that the format/pattern already implies are dropped (no counter multiplied into the
     format's automaton, which made ``email`` + ``maxLength: 1024`` exceed the state limit); bounds
