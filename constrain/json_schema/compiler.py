@@ -65,6 +65,28 @@ def _fixed_union(pieces: tuple):
     return node
 
 
+_WS_AND_FIXED: dict = {}  # (whitespace, max_whitespace) -> (the whitespace piece or None, the fixed pieces)
+
+
+def _whitespace_and_fixed(options) -> tuple:
+    """(the whitespace piece, kept for the process, or None when compact; the schema-independent
+    pieces ``_Builder._fixed`` starts from), once per whitespace option: hashing them into a new
+    set, and keeping them static, was ~30 hash calls of every compile."""
+    key = (options.whitespace, options.max_whitespace)
+    hit = _WS_AND_FIXED.get(key)
+    if hit is None:
+        ws = None
+        if options.whitespace == "flexible":  # (one object per bound for the process: a process piece)
+            ws = automaton.keep_static(hashed(num.rep(("set", ((9, 10), (13, 13), (32, 32))), 0,
+                                                      options.max_whitespace)))
+        fixed = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null"), *_fixed_values()}
+        if ws is not None:
+            fixed.add(ws)
+        _keep_static_pieces(ws)
+        hit = _WS_AND_FIXED.setdefault(key, (ws, frozenset(fixed)))
+    return hit
+
+
 def _keep_static_pieces(ws) -> None:
     """Make ``_STATIC_PIECES`` static (once per process), and declare them and the whitespace
     piece ``ws`` (the object ``keep_static`` kept) process pieces: what follows a key, glued only
@@ -238,18 +260,11 @@ class _Builder:
         self._written_merges = 0  # nested merges that hold such a negation (``_merged_value``)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
-        ws_chars = ("set", ((9, 10), (13, 13), (32, 32)))
-        self.ws = None
-        if options.whitespace == "flexible":  # (one object per bound for the process: a process piece)
-            self.ws = automaton.keep_static(hashed(num.rep(ws_chars, 0, options.max_whitespace)))
+        self.ws, fixed = _whitespace_and_fixed(options)
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
-        # like the characters' spellings, instead of once per schema
-        self._fixed: set = {*_PUNCTUATION, _FREE_STRING, num.lit("true"), num.lit("false"), num.lit("null"),
-                            *_fixed_values()}
-        if self.ws is not None:
-            self._fixed.add(self.ws)
-        _keep_static_pieces(self.ws)
+        # like the characters' spellings, instead of once per schema (a set's copy keeps its hashes)
+        self._fixed: set = set(fixed)
 
     # ------------------------------------------------------------------ IR helpers
     def new_nt(self, name: str) -> int:

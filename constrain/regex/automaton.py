@@ -788,6 +788,8 @@ def keep_static(node):
     bounded set of languages that do not depend on any grammar. Returns the node object kept (the
     first one equal to ``node``): one object per language, which a front end can declare a process
     piece (``mark_process_piece``)."""
+    if _STATIC_OBJECTS.get(id(node)) is node:  # (the kept object itself: no hashing, ~16 calls a schema)
+        return node
     if node not in _STATIC:
         dfa = build_dfa(node)
         with _memo_lock:  # (two threads may both build it: the first one stored stays)
@@ -1637,6 +1639,7 @@ class _PieceTries:
 
     def __init__(self) -> None:
         self.of_object: dict[int, tuple] = {}  # id(piece) -> (piece, registry id or -1: no trie)
+        self.of_byte: list[int | None] = [None] * 128  # a one-ASCII-byte piece's registry id, by value
         self.src = np.zeros(256, dtype=np.int64)
         self.byte = np.zeros(256, dtype=np.int64)
         self.dst = np.zeros(256, dtype=np.int64)
@@ -1653,9 +1656,15 @@ class _PieceTries:
         known = self.of_object.get(id(piece))
         if known is not None and known[0] is piece:
             return known[1]
+        byte = _single_ascii_byte(piece)
+        if byte is not None and self.of_byte[byte] is not None:  # (a quote: rebuilt equal by every literal)
+            return self.of_byte[byte]
         if _STATIC_OBJECTS.get(id(piece)) is not piece:
             kept = _STATIC_NODES.get(piece)
-            return None if kept is None else self.find(kept)
+            found = None if kept is None else self.find(kept)
+            if byte is not None and found is not None:
+                self.of_byte[byte] = found
+            return found
         t = _word_trie(piece)
         with _memo_lock:
             known = self.of_object.get(id(piece))
