@@ -831,7 +831,7 @@ class LexerBlocks:
     def _initial_store(self, k: int) -> None:
         """The state store as ``make_room(longest=k)`` leaves an empty one (room for ``4 *
         _ROOM_STATES`` states of up to ``k`` components, the rows reserved unwritten), allocated
-        here directly: growing empty arrays took a dozen numba calls, ~70 us of every compile.
+        here directly: growing empty arrays took a dozen numba calls, ~40-70 us of every compile.
         Room for blocks of up to 32 terminals from the start: a grammar's first mask makes its
         blocks inside the walk (``block_start``), and growing the store there cost a pause (~90 us)."""
         more = 4 * _ROOM_STATES

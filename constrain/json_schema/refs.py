@@ -171,8 +171,7 @@ class RefResolver:
         under ``ignore_remote``)."""
         if not isinstance(ref, str):
             raise SchemaError("$ref must be a string", at + "/$ref")
-        self._indexed()
-        base = self._base_for(at)
+        base = self._base_for(at)  # (which indexes the document on first use, as ``_ids`` below needs)
         target = _join(base, ref)
         doc, frag = urldefrag(target)
         if doc and doc != urldefrag(self.base)[0]:

@@ -963,11 +963,11 @@ def chain_heads(node) -> "tuple[list[int], tuple] | None":
     ids: list[int] = []
     for child in kids:
         known = _LINK_OF_OBJECT.get(id(child))
+        byte = None
         if known is not None and known[0] is child:
             pid = known[1]
-        elif child[0] == "set" and len(child[1]) == 1 and child[1][0][0] == child[1][0][1] < 0x80 and \
-                _LINK_OF_BYTE[child[1][0][0]] != _UNSEEN:
-            pid = _LINK_OF_BYTE[child[1][0][0]]  # (one ASCII byte: a quote of a key, equal but not the object kept)
+        elif (byte := _single_ascii_byte(child)) is not None and _LINK_OF_BYTE[byte] != _UNSEEN:
+            pid = _LINK_OF_BYTE[byte]  # (one ASCII byte: a quote of a key, equal but not the object kept)
         else:
             hit = _static_piece(child)
             if hit is None:
@@ -978,8 +978,8 @@ def chain_heads(node) -> "tuple[list[int], tuple] | None":
                     pid = -1
                 if _STATIC_OBJECTS.get(id(child)) is child:
                     _LINK_OF_OBJECT[id(child)] = (child, pid)
-                if child[0] == "set" and len(child[1]) == 1 and child[1][0][0] == child[1][0][1] < 0x80:
-                    _LINK_OF_BYTE[child[1][0][0]] = pid
+                if byte is not None:
+                    _LINK_OF_BYTE[byte] = pid
         if pid < 0:
             break
         ids.append(pid)
@@ -1024,7 +1024,7 @@ def _static_piece(node) -> "DFA | None":
     """The static automaton of ``node``, if it has one; one ASCII byte (a literal's character:
     at most 128 of them) is made static on first sight."""
     hit = _STATIC.get(node)
-    if hit is None and node[0] == "set" and len(node[1]) == 1 and node[1][0][0] == node[1][0][1] < 0x80:
+    if hit is None and _single_ascii_byte(node) is not None:
         keep_static(node)
         hit = _STATIC[node]
     return hit
@@ -1187,8 +1187,9 @@ def _counted_body_run(node) -> DFA | None:
         return None
     i = 0
     before = after = None
-    if len(kids) > 1 and _single_ascii_byte(kids[0]) is not None:
-        before, i = _single_ascii_byte(kids[0]), 1
+    first = _single_ascii_byte(kids[0]) if len(kids) > 1 else None
+    if first is not None:
+        before, i = first, 1
     if i >= len(kids) or kids[i][0] != "rep":
         return None
     rep_node = kids[i]
@@ -1205,7 +1206,8 @@ def _counted_body_run(node) -> DFA | None:
     if hi is not None and (hi < 1 or lo > hi):
         return None
     body = hit[1]
-    if after is not None and _class_table(body)[0][0, int(body.classes[after])] >= 0:
+    table, classes = _class_table(body)
+    if after is not None and table[body.start, int(classes[after])] >= 0:
         return None  # (the byte after could continue the body)
     if (hi if hi is not None else lo + 1) * body.num_states > MAX_DFA_STATES:
         return None  # (the general path says why it is too big)

@@ -118,13 +118,7 @@ def chain_classes(rest: np.ndarray, lo: int, hi: int, depth: int, before: bool, 
     cut there behave alike. The quotes' states get classes of their own."""
     k = rest.shape[0]
     _, key = _chain_keys(rest, lo, hi, depth, hi * k + 1)
-    chain = _ranks_of_runs(key, hi, k)
-    top = int(chain.max()) + 1
-    parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
-    parts.append(chain)
-    if after:
-        parts.append([top])
-    return np.concatenate(parts).astype(np.int64)
+    return _with_quote_classes(_ranks_of_runs(key, hi, k), before, after)
 
 
 def loop_chain_classes(rest: np.ndarray, lo: int, depth: int, before: bool, after: bool) -> np.ndarray:
@@ -136,9 +130,14 @@ def loop_chain_classes(rest: np.ndarray, lo: int, depth: int, before: bool, afte
     far = lo + depth + 3  # (every copy's upper bound past what ``depth`` bytes can tell apart)
     s, key = _chain_keys(rest, lo, far, depth, lo * k + 1 if lo else k)  # (copies 0..lo-1, then L)
     _, chain = np.unique(s * (depth + 2) ** 2 + key, return_inverse=True)
-    chain = chain.reshape(-1).astype(np.int64)
+    return _with_quote_classes(chain.reshape(-1).astype(np.int64), before, after)
+
+
+def _with_quote_classes(chain: np.ndarray, before: bool, after: bool) -> np.ndarray:
+    """A chain's state classes with the quotes' states in classes of their own: the opening quote's
+    state first (with ``before``), the final state after the closing quote last (with ``after``)."""
     top = int(chain.max()) + 1
-    parts = [[top + int(after)]] if before else []  # (the opening quote's state comes first)
+    parts = [[top + int(after)]] if before else []
     parts.append(chain)
     if after:
         parts.append([top])
