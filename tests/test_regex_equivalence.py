@@ -136,9 +136,12 @@ def test_counted_chain_classes_refine_the_bounded_equivalence(lo, hi, opening, c
     which the lexer takes instead of Moore refinement) never merge two states that a string of
     up to ``depth`` bytes tells apart, and split few that it does not."""
     from constrain.json_schema.strings import chars
-    from constrain.regex.automaton import build_dfa
+    from constrain.regex.automaton import _counted_body_run, build_dfa
 
-    dfa = build_dfa(chars(lo, hi, opening, closing))
+    body = chars(lo, hi, opening, closing)
+    # (up to 16 characters, or unbounded, a regex repetition that ``build_dfa`` lays out as a chain
+    # unless a static chain of the same language was kept first: the free string's)
+    dfa = build_dfa(body) if body[0] == "dfa" else _counted_body_run(body)
     for depth in (0, 1, 3, 16, 81, 300):
         ours = dfa.bounded_classes(depth)
         moore = bounded_equivalence(dfa.table, dfa.accepting.astype(np.int64), depth, min_states=0)
