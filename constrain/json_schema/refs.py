@@ -92,8 +92,10 @@ class RefResolver:
         pointer = None
         seen = set()
         while isinstance(schema, dict) and "$ref" in schema and all(k in _REF_ANNOTATIONS for k in schema):
-            if stop_at_open and self.synthetic.get(self._pointer_of(schema["$ref"], at), False) is None:
-                return self._pointer_of(schema["$ref"], at), schema
+            if stop_at_open:
+                target = self._pointer_of(schema["$ref"], at)
+                if self.synthetic.get(target, False) is None:  # (still being written)
+                    return target, schema
             pointer, schema = self.resolve(schema["$ref"], at)
             if pointer in seen:
                 raise SchemaError("a $ref cycle that never reaches a schema", at)
