@@ -136,6 +136,46 @@ def test_enum_terminals_keep_the_language(real_vocab):
                 assert compiled.accepts_text(text) == expect, (whitespace, text)
 
 
+def test_equal_leaf_schemas_are_compiled_once_per_grammar(monkeypatch):
+    """A schema with no sub-schema (a property's `{"type": "string", "enum": [...]}`) is compiled
+    once per grammar however many properties repeat it, annotations aside; a differing keyword
+    compiles again."""
+    from constrain.json_schema.compiler import _Builder
+
+    compiled: list[str] = []
+    real = _Builder._value
+
+    def counting(self, schema, pointer):
+        compiled.append(pointer)
+        return real(self, schema, pointer)
+
+    monkeypatch.setattr(_Builder, "_value", counting)
+    leaf = {"type": "string", "enum": ["on", "off"]}
+    schema = {"type": "object", "properties": {
+        "a": leaf, "b": dict(leaf, description="the second"), "c": dict(leaf, title="C", examples=[{"x": 1}]),
+        "d": dict(leaf, enum=["on", "off", "auto"])}}
+    Grammar.from_json_schema(schema, whitespace="compact")
+    assert compiled == ["#", "#/properties/a", "#/properties/d"]
+
+
+def test_leaf_schemas_equal_only_as_python_values_compile_apart(real_vocab):
+    """``1``, ``1.0`` and ``True`` are equal in Python (and hash alike) but ``true`` is not the
+    number 1 in JSON: a memo keyed on the values alone would give ``b`` the language of ``a``."""
+    _, index = real_vocab("smollm2")
+    import constrain
+
+    schema = {"type": "object", "properties": {"a": {"const": 1}, "b": {"const": True}, "c": {"enum": [True, 1]},
+                                               "d": {"enum": [1, True]}},
+              "additionalProperties": False}
+    compiled = constrain.compile(Grammar.from_json_schema(schema, whitespace="compact"), index, cache=False)
+    validator = jsonschema.Draft202012Validator(schema)
+    docs = [{"a": 1, "b": True}, {"a": True}, {"b": 1}, {"a": 1, "b": 1}, {"c": True, "d": 1}, {"c": 1, "d": True},
+            {"c": False}, {"d": 2}]
+    for doc in docs:
+        text = json.dumps(doc, separators=(",", ":"))
+        assert compiled.accepts_text(text) == validator.is_valid(doc), text
+
+
 def test_warmup_builds_every_format_automaton():
     """``constrain.warmup()`` builds every format's automaton (kept for the process), so no
     schema's first mask pays for one (email ~26 ms); a fresh process without it has none."""

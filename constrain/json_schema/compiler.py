@@ -147,6 +147,33 @@ MAX_SPELLED_ENUM = 256  # enums up to this size accept every JSON spelling of th
 MAX_SPELLED_NAMES = 256  # objects with more declared properties match them in canonical spelling only
 TYPES = ("null", "boolean", "object", "array", "number", "string")  # integer is a subset of number
 
+_NOT_BUILT = object()
+_LEAF_SCALARS = frozenset({str, int, float, bool, type(None)})
+# annotations whose values may be anything and never change a leaf's language
+_LEAF_UNKEYED = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+                           "writeOnly"})
+
+
+def _leaf_key(schema: dict) -> tuple | None:
+    """A hashable key of a schema whose keyword values are all scalars or lists of scalars (no
+    sub-schema but ``true``/``false``), annotations left out; None for any other schema. Types are
+    part of the key: ``1``, ``1.0`` and ``True`` are equal in Python but not as JSON values."""
+    parts = []
+    for k, v in schema.items():
+        if k in _LEAF_UNKEYED:
+            continue
+        t = type(v)
+        if t in _LEAF_SCALARS:
+            parts.append((k, t, v))
+        elif t is list:
+            if not all(type(x) in _LEAF_SCALARS for x in v):
+                return None
+            parts.append((k, t, tuple((type(x), x) for x in v)))
+        else:
+            return None
+    return tuple(parts)
+
+
 ANNOTATIONS = {
     "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
     "$schema", "$id", "id", "$anchor", "$dynamicAnchor", "$vocabulary", "contentMediaType", "contentEncoding",
@@ -249,6 +276,7 @@ class _Builder:
         self.nt_names: list[str] = []
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self._memo: dict[str, int] = {}
+        self._leaves: dict[tuple, Any] = {}  # (``_leaf_key``, regular) -> piece: equal leaf schemas compiled once
         self._patterns: dict[str, Any] = {}  # pattern -> its decoded AST, None, or the RegexError
         self._merging: set[str] = set()
         self._any: int | None = None
@@ -436,7 +464,18 @@ class _Builder:
         memo_key = pointer
         if memo_key in self._memo:
             return self._memo[memo_key]
-        return self._value(schema, pointer)
+        leaf = _leaf_key(schema) if not self._must_refuse else None
+        if leaf is None:
+            return self._value(schema, pointer)
+        # A schema with no sub-schema but booleans is a function of its keywords alone (no $ref,
+        # nothing pointer-dependent but names and messages): over half the leaf schemas of a
+        # JSONSchemaBench schema repeat one before them (`{"type": "string"}` per property; 72% on
+        # Snowplow), and each was compiled again (~10-60 us). A failure is not kept: it raises again.
+        key = (leaf, self._regular)
+        piece = self._leaves.get(key, _NOT_BUILT)
+        if piece is _NOT_BUILT:
+            piece = self._leaves[key] = self._value(schema, pointer)
+        return piece
 
     def _rewritten(self, schema: Any, pointer: str):
         """``value`` of a rewrite of the schema at ``pointer`` (its ``not`` or conditionals

@@ -152,7 +152,7 @@ def _escape_spellings(ranges: cs.Ranges):
     return alt(*options)
 
 
-ANY_CHAR = char_spellings(cs.ANY)
+ANY_CHAR = hashed(char_spellings(cs.ANY))  # (hashed: it is in most string values, hashed per lookup)
 ANY_STRING_BODY = rep(ANY_CHAR, 0, None)  # a free string between its quotes
 
 
@@ -249,7 +249,7 @@ def chars(min_len: int, max_len: int | None, opening: bool = False, closing: boo
             return hit
     if max_len is None or max_len <= MAX_COUNTED_CHARS:
         char_dfa()  # (registered: the automaton of this repetition is built as a chain)
-        body = cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else []))
+        body = hashed(cat(*([QUOTE] if opening else []), rep(ANY_CHAR, min_len, max_len), *([QUOTE] if closing else [])))
     elif closing and not fixed and max_len < chunk:
         body = _split_chars(min_len, max_len, opening, chunk)
     else:
