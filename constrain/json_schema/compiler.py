@@ -327,13 +327,13 @@ class _Builder:
         out: list[int] = []
         run: list = []
         for p in pieces:
-            if not isinstance(p, tuple):  # a symbol (most pieces once members are glued), or None
-                if p is None:
-                    return None
+            if type(p) is int:  # a symbol (most pieces once members are glued)
                 if run:
                     out.append(self._glued(run))
                     run = []
                 out.append(p)
+            elif p is None:
+                return None
             elif p == num.EMPTY:
                 continue
             elif p in self._standalone:  # a string value: its own terminal, shared by equal ones
@@ -360,13 +360,17 @@ class _Builder:
 
     def rule(self, name: str, alternatives) -> int | None:
         """A nonterminal with the given alternatives (each a list of pieces); None if all are empty."""
-        seqs = [s for s in (self.seq(a) for a in alternatives) if s is not None]
+        seqs = []
+        for a in alternatives:
+            s = self.seq(a)
+            if s is not None:
+                seqs.append(s)
         if not seqs:
             return None
-        sym = self.new_nt(name)
-        for s in seqs:
-            self.rules.append((~sym, s))
-        return sym
+        self.nt_names.append(name)
+        lhs = len(self.nt_names) - 1  # (~lhs is the symbol: see ``new_nt``)
+        self.rules.extend([(lhs, s) for s in seqs])
+        return ~lhs
 
     def w(self):
         return self.ws if self.ws is not None else num.EMPTY
