@@ -121,11 +121,15 @@ class Grammar:
         options = SchemaOptions(whitespace=whitespace, max_whitespace=max_whitespace,
                                 property_order=property_order, strict=strict, unsupported=unsupported,
                                 formats=formats, draft=draft, spellings=spellings)
-        cfg = schema_to_cfg(schema, options)
+        try:
+            cfg = schema_to_cfg(schema, options)
+        except RecursionError:
+            raise SchemaError("the schema nests too deeply to compile (or, as a Python object, contains itself: "
+                              "a dict that is its own descendant is no JSON document)") from None
         # (the compile cache's key: key order kept, since the declared properties' order is the
         # order property_order="schema" writes them in; sorted keys gave two schemas that differ
         # only there one compiled grammar, the first one's)
-        source = _json.dumps(schema, default=str)
+        source = _json.dumps(schema, default=str, check_circular=False)  # (a cyclic dict was refused above)
         return cls(kind="cfg", source=source, _ast=cfg, dialect="json-schema", start=repr(options))
 
     @property

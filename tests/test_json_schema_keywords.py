@@ -1062,6 +1062,27 @@ def test_malformed_schema_names_the_pointer(schema, pointer):
     assert pointer in str(e.value)
 
 
+def _nested(depth: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+def _self_containing() -> dict:
+    schema: dict = {"type": "object"}
+    schema["properties"] = {"a": schema}
+    return schema
+
+
+@pytest.mark.parametrize("schema", [_nested(2000), _self_containing()], ids=["2000-deep", "contains-itself"])
+def test_a_schema_too_deep_to_compile_is_a_schema_error(schema):
+    """Nesting past Python's recursion limit (or a dict that contains itself, which no JSON text
+    gives) is a SchemaError that says so, not a RecursionError from deep inside the compiler."""
+    with pytest.raises(SchemaError, match="nests too deeply"):
+        Grammar.from_json_schema(schema)
+
+
 @pytest.mark.parametrize("draft, id_key", [("http://json-schema.org/draft-04/schema#", "id"),
                                             ("http://json-schema.org/draft-07/schema#", "$id")])
 def test_a_plain_name_id_names_its_schema(draft, id_key, index):
