@@ -99,6 +99,19 @@ def warmup() -> float:
 
     names = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta")
     boolean.difference(string_of_length(), ast.alt(*[string_literal(n) for n in names]))
+    # every printable ASCII character as a piece of a declared key and of an enum value: the
+    # spellings' automata are built above, but their registry ids, chain links and lexer templates
+    # (``automaton._PIECES``, ``chain_link``, ``LexerBlocks._piece_template``) were made by the
+    # first schema whose keys held the character (~50-100 us a new character, ~0.1-1 ms of a
+    # process's first schemas), for both whitespace modes
+    printable = "".join(map(chr, range(0x20, 0x7F)))
+    words = [printable[i: i + 24] for i in range(0, len(printable), 24)]
+    keys = {"type": "object", "properties": {**{w: {"type": "integer"} for w in words}, "e": {"enum": words}},
+            "required": words[:1]}
+    every_byte = TokenizerIndex.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])
+    for whitespace in ("compact", "flexible"):
+        compile_grammar(Grammar.from_json_schema(keys, whitespace=whitespace), every_byte,
+                        cache=False).matcher().allowed_token_ids()
     # the automata of the JSON Schema formats (``format: email``...): grammar-independent and kept
     # for the process once built (~65 ms in all); the first schema to use one paid it inside a
     # mask (email ~26 ms, hostname ~16 ms)

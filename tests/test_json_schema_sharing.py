@@ -195,6 +195,29 @@ def test_warmup_builds_every_format_automaton():
     assert cold[0] == "0"
 
 
+def test_warmup_lays_out_every_printable_ascii_character_of_a_key():
+    """After ``constrain.warmup()`` a schema whose keys and enum values hold any printable ASCII
+    characters registers no new static piece or chain link (each was ~50-100 us of the first schema
+    holding the character); a fresh process without it registers them in that first compile."""
+    import subprocess
+    import sys
+
+    probe = ("import constrain, sys\n"
+             "from constrain.regex import automaton\n"
+             "from tokenizer_index import TokenizerIndex\n"
+             "if sys.argv[1] == 'warm': constrain.warmup()\n"
+             "index = TokenizerIndex.from_token_bytes([bytes([b]) for b in range(256)] + [None], eos_token_ids=[256])\n"
+             "before = (len(automaton._PIECES.ids), len(automaton._CHAIN_LINKS))\n"
+             "schema = {'type': 'object', 'properties': {'Zq~|{x': {'type': 'integer'}, 'k\"\\\\@': {'enum': ['W^`}', 'mP']}}}\n"
+             "for ws in ('compact', 'flexible'):\n"
+             "    g = constrain.Grammar.from_json_schema(schema, whitespace=ws)\n"
+             "    constrain.compile(g, index, cache=False).matcher().allowed_token_ids()\n"
+             "print(before == (len(automaton._PIECES.ids), len(automaton._CHAIN_LINKS)))\n")
+    warm = subprocess.run([sys.executable, "-c", probe, "warm"], capture_output=True, text=True, check=True).stdout.split()
+    cold = subprocess.run([sys.executable, "-c", probe, "cold"], capture_output=True, text=True, check=True).stdout.split()
+    assert warm == ["True"] and cold == ["False"]
+
+
 def test_a_long_strings_chunk_is_built_once_per_process():
     """A long string's chunks (256 and 1024 characters) and whole chunks' remainders hold no bound of the schema:
     kept for the process (``strings.chars(..., fixed=True)``), so clearing the memo (every cold

@@ -327,13 +327,13 @@ class _Builder:
         out: list[int] = []
         run: list = []
         for p in pieces:
-            if type(p) is int:  # a symbol (most pieces once members are glued)
+            if type(p) is int or not isinstance(p, tuple):  # a symbol (most pieces once members are glued), or None
+                if p is None:
+                    return None
                 if run:
                     out.append(self._glued(run))
                     run = []
                 out.append(p)
-            elif p is None:
-                return None
             elif p == num.EMPTY:
                 continue
             elif p in self._standalone:  # a string value: its own terminal, shared by equal ones
