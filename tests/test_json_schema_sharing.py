@@ -176,12 +176,19 @@ def test_leaf_schemas_equal_only_as_python_values_compile_apart(real_vocab):
         assert compiled.accepts_text(text) == validator.is_valid(doc), text
 
 
-def test_warmup_builds_every_format_automaton():
-    """``constrain.warmup()`` builds every format's automaton (kept for the process), so no
-    schema's first mask pays for one (email ~26 ms); a fresh process without it has none."""
+def _probe_with_and_without_warmup(probe: str) -> tuple[list[str], list[str]]:
+    """The words ``probe`` (a Python script) prints in a fresh process given "warm" (it calls
+    ``constrain.warmup()`` then) and in one given "cold"."""
     import subprocess
     import sys
 
+    return tuple(subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True,
+                                check=True).stdout.split() for mode in ("warm", "cold"))
+
+
+def test_warmup_builds_every_format_automaton():
+    """``constrain.warmup()`` builds every format's automaton (kept for the process), so no
+    schema's first mask pays for one (email ~26 ms); a fresh process without it has none."""
     probe = ("import constrain, sys\n"
              "if sys.argv[1] == 'warm': constrain.warmup()\n"
              "from constrain.json_schema.compiler import _format_string\n"
@@ -189,8 +196,7 @@ def test_warmup_builds_every_format_automaton():
              "from constrain.regex import automaton\n"
              "automaton.clear_memo()\n"
              "print(sum(automaton._memoised(_format_string(f)) is not None for f in FORMATS), len(FORMATS))\n")
-    warm = subprocess.run([sys.executable, "-c", probe, "warm"], capture_output=True, text=True, check=True).stdout.split()
-    cold = subprocess.run([sys.executable, "-c", probe, "cold"], capture_output=True, text=True, check=True).stdout.split()
+    warm, cold = _probe_with_and_without_warmup(probe)
     assert warm[0] == warm[1] and int(warm[1]) >= 10
     assert cold[0] == "0"
 
@@ -199,9 +205,6 @@ def test_warmup_lays_out_every_printable_ascii_character_of_a_key():
     """After ``constrain.warmup()`` a schema whose keys and enum values hold any printable ASCII
     characters registers no new static piece or chain link (each was ~50-100 us of the first schema
     holding the character); a fresh process without it registers them in that first compile."""
-    import subprocess
-    import sys
-
     probe = ("import constrain, sys\n"
              "from constrain.regex import automaton\n"
              "from tokenizer_index import TokenizerIndex\n"
@@ -213,8 +216,7 @@ def test_warmup_lays_out_every_printable_ascii_character_of_a_key():
              "    g = constrain.Grammar.from_json_schema(schema, whitespace=ws)\n"
              "    constrain.compile(g, index, cache=False).matcher().allowed_token_ids()\n"
              "print(before == (len(automaton._PIECES.ids), len(automaton._CHAIN_LINKS)))\n")
-    warm = subprocess.run([sys.executable, "-c", probe, "warm"], capture_output=True, text=True, check=True).stdout.split()
-    cold = subprocess.run([sys.executable, "-c", probe, "cold"], capture_output=True, text=True, check=True).stdout.split()
+    warm, cold = _probe_with_and_without_warmup(probe)
     assert warm == ["True"] and cold == ["False"]
 
 
