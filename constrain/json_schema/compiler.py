@@ -367,10 +367,9 @@ class _Builder:
                 seqs.append(s)
         if not seqs:
             return None
-        self.nt_names.append(name)
-        lhs = len(self.nt_names) - 1  # (~lhs is the symbol: see ``new_nt``)
-        self.rules.extend([(lhs, s) for s in seqs])
-        return ~lhs
+        sym = self.new_nt(name)
+        self.rules.extend([(~sym, s) for s in seqs])
+        return sym
 
     def w(self):
         return self.ws if self.ws is not None else num.EMPTY
