@@ -185,3 +185,45 @@ def test_a_bound_no_string_of_the_pattern_fits_is_an_empty_schema(conjunction, m
     with pytest.raises(constrain.EmptySchemaError):  # (four words of five letters are 23 characters)
         Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S{5}\\s){3}\\S{5}$", "maxLength": 22})
     Grammar.from_json_schema({"type": "string", "pattern": "^(?:\\S{5}\\s){3}\\S{5}$", "maxLength": 24})
+
+
+def test_a_pattern_under_maxlength_32767_counts_every_character(smollm2):
+    """JSONSchemaBench Github_medium o9906's icon: a data-URL pattern under ``maxLength: 32767`` (a
+    common bound) compiles, and the count is exact at the bound, as text and as real tokens."""
+    tok, index = smollm2
+    pattern = "^data:image/(jpg|jpeg|png|svg\\+xml);base64,[0-9a-zA-Z+/=]*$"
+    schema = {"type": "string", "maxLength": 32767, "pattern": pattern}
+    g = constrain.compile(Grammar.from_json_schema(schema, **SPEC), index, cache=False)
+    rng = random.Random(0)
+    head = "data:image/png;base64,"
+    body = "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") for _ in range(32767))
+    validator = jsonschema.Draft202012Validator(schema)
+    for value in (head + body[: 32767 - len(head)], head + body[: 32768 - len(head)], head, "data:image/gif;base64,"):
+        assert g.accepts_text(json.dumps(value)) == validator.is_valid(value), len(value)
+    at_bound = tok.encode(json.dumps(head + body[: 32767 - len(head)]), add_special_tokens=False)
+    assert g.accepts_tokens(at_bound)
+    past = tok.encode(json.dumps(head + body[: 32768 - len(head)]), add_special_tokens=False)
+    assert not g.accepts_tokens(past)
+
+
+def test_a_maxlength_past_the_conjunction_bound_beside_a_pattern_is_refused_by_name():
+    with pytest.raises(constrain.UnsupportedSchemaError) as e:
+        Grammar.from_json_schema({"type": "string", "maxLength": schema_compiler.MAX_CONJUNCTION_LENGTH + 1,
+                                  "pattern": "^a"})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
+    assert f"above {schema_compiler.MAX_CONJUNCTION_LENGTH:,} beside a pattern" in str(e.value)
+
+
+def test_the_conjunction_memo_forgets_the_least_recent_chains_past_its_budget(monkeypatch, smollm2):
+    """A server compiling many schemas must not keep every chain (~3.5 KB a counted character)."""
+    monkeypatch.setattr(schema_compiler, "CONJUNCTION_PRODUCT", 0)
+    monkeypatch.setattr(conjunction_module, "_LEAVES_MAX_CHARS", 100)
+    conjunction_module._LEAVES.clear()
+    for letter in "abc":
+        Grammar.from_json_schema({"type": "string", "pattern": f"^{letter}+$", "maxLength": 40})
+    assert [hi for _, hi in conjunction_module._LEAVES] == [40, 40]  # ("a" forgotten: 120 > 100)
+    two = {"type": "object", "properties": {p: {"type": "string", "pattern": "^d+$", "maxLength": 90}
+                                            for p in ("x", "y")}}
+    g = constrain.compile(Grammar.from_json_schema(two), smollm2[1], cache=False)
+    assert [hi for _, hi in conjunction_module._LEAVES] == [90]  # (the newest stays, whatever its size)
+    assert g.accepts_text('{"x":"' + "d" * 90 + '","y":"dd"}') and not g.accepts_text('{"x":"' + "d" * 91 + '"}')

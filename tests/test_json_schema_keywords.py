@@ -296,10 +296,11 @@ def test_long_length_where_a_regular_language_is_needed(index):
     check_agrees({"type": "object", "propertyNames": {"type": "string", "maxLength": 150}},
                  [{"a" * 150: 1}, {"a" * 151: 1}, {}], index)
     check_agrees({"type": "string", "maxLength": 150, "not": {"enum": ["x"]}}, ["x", "y", "z" * 150, "z" * 151], index)
-    # ... refused above it (a DFA state per character is too large to build)
+    # ... refused above it (a DFA state per character is too large to build; beside one pattern a
+    # conjunction counts further: test_json_schema_conjunction)
     with pytest.raises(UnsupportedSchemaError) as e:
-        Grammar.from_json_schema({"type": "string", "maxLength": 32767, "pattern": "^a"})
-    assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
+        Grammar.from_json_schema({"type": "object", "propertyNames": {"type": "string", "maxLength": 32767}})
+    assert e.value.keyword == "maxLength" and e.value.pointer == "#/propertyNames/maxLength"
     with pytest.raises(UnsupportedSchemaError) as e:
         Grammar.from_json_schema({"type": "string", "maxLength": 2**31 - 1})
     assert e.value.keyword == "maxLength" and e.value.pointer == "#/maxLength"
@@ -809,6 +810,41 @@ def test_a_malformed_allof_inside_merged_parts_is_a_schema_error():
 def test_duplicate_keys_are_not_generated(index):
     g = compiled({"type": "object", "properties": {"a": {"type": "integer"}}}, index, **SPEC)
     assert not g.accepts_text('{"a":1,"a":2}')
+
+
+PROPERTY_NAME_SCHEMAS = [  # (the JSON-Schema-Test-Suite's propertyNames groups have no "type")
+    {"maxLength": 3},
+    {"pattern": "^a+$"},
+    {"anyOf": [{"maxLength": 1}, {"pattern": "^b"}]},
+    {"allOf": [{"maxLength": 3}, {"pattern": "^[ab]"}]},
+    {"oneOf": [{"maxLength": 2}, {"pattern": "^a"}]},
+    {"not": {"enum": ["a", "bb"]}},
+    {"enum": ["a", 1, "ccc"]},  # (a key is a string: 1 is never one)
+    {"const": 2},  # no key at all
+    {"type": ["integer", "string"], "minLength": 2},
+    {"$ref": "#/$defs/direction"},  # JSONSchemaBench Github_medium o90904
+    {"anyOf": [{"$ref": "#/$defs/direction"}, {"$ref": "#/$defs/short"}]},
+    {"$ref": "#/$defs/short"},  # (also every value of property "p", numbers too)
+]
+NAMES = ["", "a", "aa", "aaa", "aaaa", "b", "bb", "bcd", "ab", "ba", "ccc", "N", "NE", "NNE", "1", "é", "\u00e9"]
+
+
+@pytest.mark.parametrize("names", PROPERTY_NAME_SCHEMAS, ids=lambda s: json.dumps(s))
+def test_property_names_of_any_shape_are_enforced(names, index):
+    """propertyNames holds a schema for each key: with no "type", a combinator or a $ref it was
+    refused as 'non-regular' (the union of every type is; only a schema's strings can be a key)."""
+    schema = {"type": "object", "propertyNames": names, "properties": {"p": {"$ref": "#/$defs/short"}},
+              "$defs": {"direction": {"enum": ["N", "NE", "E"]}, "short": {"maxLength": 1}}}
+    instances = [{k: 0} for k in NAMES] + [{"a": 1, "bb": 2}, {}, {"p": 5}, {"p": "x"}, {"p": "xy"}]
+    check_agrees(schema, instances, index)
+
+
+def test_a_recursive_property_names_schema_is_refused_by_name():
+    schema = {"type": "object", "propertyNames": {"$ref": "#/$defs/r"},
+              "$defs": {"r": {"anyOf": [{"maxLength": 2}, {"$ref": "#/$defs/r"}]}}}
+    with pytest.raises(UnsupportedSchemaError) as e:
+        Grammar.from_json_schema(schema)
+    assert e.value.keyword == "propertyNames" and e.value.pointer == "#/propertyNames"
 
 
 # --------------------------------------------------------------------------- arrays

@@ -136,7 +136,7 @@ MAX_WRITTEN_MERGES = 8  # nested merges holding a recursive negation (``_merged_
 MAX_KEY_CONDITIONS = 3  # negated `additionalProperties: false` ("some key outside these names") on one object
 MAX_KEY_REGIONS = 64  # patternProperties past 4: the most regions of keys (by the patterns they match) built
 MAX_MULTIPLE_STATES = 100_000  # multipleOf k, or c * 10^-p: its residue automaton's k + 4, or c * (p + 2), states
-MAX_CONJUNCTION_LENGTH = 8192  # the longest maxLength a conjunction's chain counts (~20 component states a character)
+MAX_CONJUNCTION_LENGTH = 1 << 15  # the longest maxLength a conjunction's chain counts (~20 component states a character)
 MAX_CONTAINS_STATES = 4096  # (item count, hits still needed) states of a contains array
 STANDALONE_ENUM = 2  # an enum of this many strings or more is a terminal of its own (see _enum)
 MAX_CONTAINS_REQUIREMENTS = 4  # contains of merged allOf parts on one array (an item may meet any subset)
@@ -242,6 +242,13 @@ class SchemaOptions:
             raise ValueError(f"spellings must be 'all' or 'canonical', got {self.spellings!r}")
 
 
+class _NotRegular(Exception):
+    """Raised inside ``_Builder._inlined`` where a nonterminal derives itself."""
+
+
+_NOT_REGULAR = object()  # ``_Builder._inlined``'s answer for a recursive piece
+
+
 def _ast(piece) -> bool:
     return isinstance(piece, tuple)
 
@@ -288,6 +295,7 @@ class _Builder:
         self._written_merges = 0  # nested merges that hold such a negation (``_merged_value``)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
+        self._regular_memo: dict[str, int] = {}  # ``_memo`` while ``_regular`` (only the strings of each schema)
         self.ws, fixed = _whitespace_and_fixed(options)
         # pieces that do not depend on the schema: a terminal glued only from these (``{ ws``,
         # ``ws , ws``, ``ws }``, a free string) is built once per process (``automaton.keep_static``),
@@ -525,6 +533,40 @@ class _Builder:
             return None
         return sym
 
+    def _inlined(self, piece: int, limit: int = 4096):
+        """The regex AST of ``piece`` (a nonterminal) with its rules written out in place, None for
+        the empty language, or ``_NOT_REGULAR`` where a nonterminal derives itself (or the writing
+        passes ``limit`` nonterminals). A property name must be one automaton, while ``anyOf``,
+        ``allOf``, ``not`` and ``$ref`` build rules: most of those rules hold nothing recursive."""
+        by_lhs: dict[int, list] = {}
+        for lhs, rhs in self.rules:
+            by_lhs.setdefault(lhs, []).append(rhs)
+        done: dict[int, Any] = {}
+        open_now: set[int] = set()
+
+        def written(sym: int):
+            if sym >= 0:
+                return self.terminals[sym]
+            i = ~sym
+            if i in done:
+                return done[i]
+            if i in open_now or len(done) >= limit:
+                raise _NotRegular
+            open_now.add(i)
+            alternatives = []
+            for rhs in by_lhs.get(i, ()):
+                parts = [written(s) for s in rhs]
+                if None not in parts:
+                    alternatives.append(num.cat(*parts) if len(parts) != 1 else parts[0])
+            open_now.discard(i)
+            done[i] = num.alt(*alternatives) if alternatives else None
+            return done[i]
+
+        try:
+            return written(piece)
+        except _NotRegular:
+            return _NOT_REGULAR
+
     def _used_since(self, sym: int, first_rule: int) -> bool:
         """Whether a rule added since ``first_rule`` mentions ``sym`` (a recursive reference)."""
         return any(sym in rhs for _, rhs in self.rules[first_rule:])
@@ -666,6 +708,8 @@ class _Builder:
 
     def _types(self, schema: dict, pointer: str) -> list[str]:
         t = schema.get("type")
+        if self._regular:  # (a property name: only the schema's strings can be one)
+            return ["string"] if t is None or t == "string" or isinstance(t, list) and "string" in t else []
         if t is None:
             return list(TYPES)
         names = t if isinstance(t, list) else [t]
@@ -910,15 +954,17 @@ class _Builder:
             # a regular language is needed (intersection with a pattern/format, propertyNames, not):
             # the count must live in one DFA, a state per character: too large to build
             key = "maxLength" if max_len is not None and max_len > MAX_DFA_COUNTED_LENGTH else "minLength"
-            self.refuse(key, f"{pointer}/{key}", f"a length above {MAX_DFA_COUNTED_LENGTH} where a regular "
-                                                 "language is needed (with pattern/format, in propertyNames or not)")
+            if one_pattern and key == "maxLength" and min_len <= MAX_DFA_COUNTED_LENGTH:
+                why = f"a maxLength above {MAX_CONJUNCTION_LENGTH:,} beside a pattern or format (counted a state per character)"
+            else:
+                why = (f"a length above {MAX_DFA_COUNTED_LENGTH} where a regular language is needed (with "
+                       "patterns/formats, in propertyNames or not)")
+            self.refuse(key, f"{pointer}/{key}", why)
             if key == "maxLength":
                 max_len = None
             else:
                 min_len = 0
         parts = []
-        if min_len or max_len is not None:
-            parts.append(js.string_of_length(min_len, max_len))
         for pat in patterns:
             lang = self._pattern_string(pat, pointer + "/pattern")
             if lang is None:
@@ -932,14 +978,16 @@ class _Builder:
                 self.refuse("format", pointer + "/format",
                             f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
             # formats no validator knows are annotations (the specification says so): nothing to enforce
+        if max_len is not None and not regular and len(parts) == 1:
+            leaf = self._bounded_pattern(parts[0], min_len, max_len, pointer)
+            if leaf is not None:  # (before the length's own chain is built: ~100 MB at 32k characters)
+                return leaf
+        if min_len or max_len is not None:
+            parts.insert(0, js.string_of_length(min_len, max_len))
         if not parts:
             return js.string_of_length()
         if len(parts) == 1:
             return parts[0]
-        if max_len is not None and not regular and len(parts) == 2:
-            leaf = self._bounded_pattern(parts[1], min_len, max_len, pointer)
-            if leaf is not None:
-                return leaf
         try:
             result = boolean.intersect(*parts)
         except RegexError as e:  # too big together: say which keywords, where (a length bound may go)
@@ -1176,15 +1224,20 @@ class _Builder:
         names_schema = schema.get("propertyNames", True)
         name_lang = None  # the JSON spellings every key must have (propertyNames)
         if names_schema not in (True, {}):
-            self._regular, was = True, self._regular
+            # (a memo of its own: a schema met here stands for its strings only, a nonterminal
+            # built for all its values elsewhere is not the same language)
+            was = self._regular, self._memo
+            self._regular, self._memo = True, self._regular_memo
             try:
                 name_piece = self.value_or_empty(names_schema, pointer + "/propertyNames")  # empty: no key at all
             finally:
-                self._regular = was
+                self._regular, self._memo = was
+            if name_piece is not None and not _ast(name_piece):
+                name_piece = self._inlined(name_piece)
             if name_piece is None:
                 name_lang = ("set", ())
-            elif not _ast(name_piece):
-                self.refuse("propertyNames", pointer + "/propertyNames", "a non-regular propertyNames schema")
+            elif name_piece is _NOT_REGULAR:
+                self.refuse("propertyNames", pointer + "/propertyNames", "a recursive propertyNames schema")
             else:
                 name_lang = name_piece
         declared = []

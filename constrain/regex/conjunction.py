@@ -19,6 +19,7 @@ the largest ``need`` (``extra_depth``), where no pair a token can reach is dropp
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import NamedTuple
 
 import numba
@@ -42,16 +43,26 @@ class Conjunction(NamedTuple):
     extra_depth: int  # bytes added to the chain's class depth (largest need + a character's bytes)
 
 
-_LEAVES: dict = {}  # (pattern AST, hi) -> leaf: equal requests must share one terminal
+_LEAVES: "OrderedDict[tuple, tuple | None]" = OrderedDict()  # (pattern AST, hi) -> leaf, least recent first
 automaton._OTHER_MEMOS.append(_LEAVES.clear)
+# The memo is bounded by the characters its chains count: a chain holds ~3.5 KB a character
+# (~22 states x ~40 byte classes of int32), 115 MB at 32k, and a server compiling many schemas
+# kept every one. A grammar holds its own leaves, so forgetting one costs only a rebuild.
+_LEAVES_MAX_CHARS = 1 << 16
 
 
 def conjunction_leaf(pattern_node, hi: int, char_dfa: DFA):
     """``_conjunction_leaf``, memoised (equal properties of a schema get one terminal)."""
     key = (pattern_node, hi)
-    if key not in _LEAVES:
-        _LEAVES[key] = _conjunction_leaf(pattern_node, hi, char_dfa)
-    return _LEAVES[key]
+    if key in _LEAVES:
+        _LEAVES.move_to_end(key)
+        return _LEAVES[key]
+    leaf = _LEAVES[key] = _conjunction_leaf(pattern_node, hi, char_dfa)
+    kept = sum(h for _, h in _LEAVES)
+    while kept > _LEAVES_MAX_CHARS and len(_LEAVES) > 1:
+        (_, h), _ = _LEAVES.popitem(last=False)
+        kept -= h
+    return leaf
 
 
 def _conjunction_leaf(pattern_node, hi: int, char_dfa: DFA):
