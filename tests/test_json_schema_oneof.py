@@ -191,6 +191,36 @@ def test_object_branches_disjoint_by_a_forbidden_required_key(index):
         assert g2.accepts_text(text) == v2.is_valid(json.loads(text)), text
 
 
+SCALE = {"type": "object", "patternProperties": {"^([0-9]\\.?[0-9]*)x$": {"type": "string"}},
+         "additionalProperties": False, "minProperties": 1}
+LOCALE = {"type": "object", "patternProperties": {"^[a-z][a-z][a-z]?$": {"type": "integer"}},
+          "additionalProperties": False, "minProperties": 1}
+REFERENCE = {"type": "object", "properties": {"ref": {"type": "string"}}, "required": ["ref"], "additionalProperties": False}
+KEY_VALUES = {"2x": ["s", 1], "1.5x": ["s"], "ref": ["s", 1], "en": [1, "s"], "9": [1]}
+
+
+@pytest.mark.parametrize("branches", [[SCALE, LOCALE], [SCALE, REFERENCE], [SCALE, REFERENCE, {"type": "string"}]],
+                         ids=["scale-locale", "scale-reference", "with-a-string"])
+def test_closed_branches_with_no_common_key(branches, index):
+    """Closed objects whose keys no pattern or name of the other admits, one needing a key, are
+    disjoint (JSONSchemaBench Github_easy o37786's color selectors: scale "2x" keys against
+    locale and reference keys). Their negation (patternProperties) cannot be written, so the
+    oneOf was refused; the patterns are intersected by our ECMA-262 reading."""
+    check({"oneOf": branches}, KEY_VALUES, index)
+
+
+def test_branches_whose_patterns_share_a_key_are_not_disjoint():
+    """Key sets that meet claim nothing: "ref" matches the locale pattern, two patterns share "e..."
+    keys, and objects that need no key share ``{}`` (that the values' types still tell LOCALE from
+    REFERENCE apart is not what this test asks)."""
+    from constrain.json_schema.merge import _disjoint_pair
+
+    assert not _disjoint_pair(LOCALE, REFERENCE)
+    assert not _disjoint_pair(LOCALE, dict(LOCALE, patternProperties={"^e": {"type": "integer"}}))
+    assert not _disjoint_pair(dict(SCALE, minProperties=0), dict(LOCALE, minProperties=0))  # ({} is in both)
+    assert _disjoint_pair(SCALE, LOCALE) and _disjoint_pair(SCALE, REFERENCE)
+
+
 ITEM_VALUES = ["s", "x", 1, None, [], [1], ["s"], ["x"], ["x", "s"], ["x", 1], [1, "s"], [[1]], {"k": 1}]
 
 

@@ -7,9 +7,10 @@ accumulate. Anything whose combination cannot be expressed is refused with its p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from constrain.errors import GrammarError
+from constrain.errors import GrammarError, RegexError
 from constrain.json_schema.errors import SchemaError
 
 
@@ -21,6 +22,8 @@ _MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
 # conjunction of many small anyOfs (a JSONSchemaBench schema grew 3^k branches until a compile ran
 # out of memory); past this many the schema is refused with a clear error
 MAX_MERGED_BRANCHES = 4096
+_UNKNOWN = object()  # a pattern whose language was not built (``_search_language``)
+_SEARCH_LANGUAGES: dict = {}  # pattern -> its search language (parsed once per process)
 
 
 def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True) -> Any:
@@ -331,7 +334,72 @@ def _forbids(schema: dict, name: str) -> bool:
     props = schema.get("properties", {})
     if name in props:
         return props[name] is False
-    return schema.get("additionalProperties", True) is False and not schema.get("patternProperties")
+    if schema.get("additionalProperties", True) is not False:
+        return False
+    patterns = schema.get("patternProperties") or {}
+    if not isinstance(patterns, dict):
+        return False
+    return all(sub is False or _pattern_misses(pat, name) for pat, sub in patterns.items())
+
+
+def _search_language(pattern: Any):
+    """The decoded strings containing a match of ``pattern`` (an AST; None: no string does), or
+    ``_UNKNOWN`` where it cannot be built (disjointness is then not claimed)."""
+    if not isinstance(pattern, str):
+        return _UNKNOWN
+    if pattern not in _SEARCH_LANGUAGES:
+        from constrain.regex.parse import parse_search_regex
+
+        try:
+            _SEARCH_LANGUAGES[pattern] = parse_search_regex(pattern, re.ASCII)
+        except RegexError:
+            _SEARCH_LANGUAGES[pattern] = _UNKNOWN
+    return _SEARCH_LANGUAGES[pattern]
+
+
+def _pattern_misses(pattern: Any, name: str) -> bool:
+    """Whether no match of ``pattern`` is found in ``name`` (by our ECMA-262 reading, not Python's)."""
+    from constrain.regex.boolean import _as_dfa
+
+    language = _search_language(pattern)
+    if language is _UNKNOWN:
+        return False
+    return language is None or not _as_dfa(language).accepts(name.encode())
+
+
+def _no_common_key(a: dict, b: dict) -> bool:
+    """Two closed objects (``additionalProperties: false``) with no property name both may hold:
+    neither's declared names are allowed by the other, and no key matches a pattern of each."""
+    from constrain.regex import boolean
+
+    if a.get("additionalProperties", True) is not False or b.get("additionalProperties", True) is not False:
+        return False
+    pa, pb = a.get("patternProperties") or {}, b.get("patternProperties") or {}
+    if not isinstance(pa, dict) or not isinstance(pb, dict):
+        return False
+    names_a = [n for n, sub in (a.get("properties") or {}).items() if sub is not False]
+    names_b = [n for n, sub in (b.get("properties") or {}).items() if sub is not False]
+    if not all(_forbids(b, n) for n in names_a) or not all(_forbids(a, n) for n in names_b):
+        return False
+    for x, sx in pa.items():
+        for y, sy in pb.items():
+            lx, ly = _search_language(x), _search_language(y)
+            if sx is False or sy is False or lx is None or ly is None:
+                continue
+            if lx is _UNKNOWN or ly is _UNKNOWN:
+                return False
+            try:
+                if boolean.intersect(lx, ly) is not None:
+                    return False
+            except RegexError:
+                return False
+    return True
+
+
+def _needs_a_key(schema: dict) -> bool:
+    """Whether every object valid against ``schema`` holds at least one property."""
+    bound = schema.get("minProperties", 0)
+    return bool(schema.get("required")) or (isinstance(bound, (int, float)) and not isinstance(bound, bool) and bound >= 1)
 
 
 def _disjoint_pair(a: Any, b: Any, objects: bool = False, required: frozenset = frozenset()) -> bool:
@@ -369,6 +437,9 @@ def _disjoint_pair(a: Any, b: Any, objects: bool = False, required: frozenset = 
         # a property one branch requires and the other forbids
         if "$ref" not in a and "$ref" not in b:
             if any(_forbids(b, n) for n in a.get("required", [])) or any(_forbids(a, n) for n in b.get("required", [])):
+                return True
+            # closed objects with no key in common, one of which must hold a key
+            if (_needs_a_key(a) or _needs_a_key(b)) and _no_common_key(a, b):
                 return True
     return False
 
