@@ -584,6 +584,13 @@ def test_const(index):
 
 def test_enum_with_type_filter(index):
     check_agrees({"type": "string", "enum": ["a", 1, None, "b"]}, ["a", "b", 1, None, "c"], index)
+    # (strings, null and booleans beside a type are filtered without jsonschema: every type name)
+    for types in (["string", "null"], "boolean", ["integer", "boolean"], "null"):
+        check_agrees({"type": types, "enum": ["a", None, True, False, "b"]}, ["a", "b", None, True, False, 0, "c"], index)
+    with pytest.raises(EmptySchemaError, match="no enum/const value satisfies"):
+        Grammar.from_json_schema({"type": ["object", "array"], "enum": ["a", None, True]})
+    with pytest.raises(SchemaError, match="unknown type 'strng'"):
+        Grammar.from_json_schema({"type": "strng", "enum": ["a"]})
 
 
 # --------------------------------------------------------------------------- objects
