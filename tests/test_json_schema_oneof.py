@@ -221,6 +221,21 @@ def test_branches_whose_patterns_share_a_key_are_not_disjoint():
     assert _disjoint_pair(SCALE, LOCALE) and _disjoint_pair(SCALE, REFERENCE)
 
 
+def test_branches_given_by_references_are_read_through_them(index):
+    """JSONSchemaBench Github_medium o35830: oneOf [a reference to a oneOf of two string schemas
+    (themselves references), an object with patternProperties]. The disjointness tests follow no
+    reference, so the first branch's type was unknown, and the object branch cannot be negated:
+    refused. Read through its references the pair is disjoint by type."""
+    schema = {"oneOf": [{"description": "simple", "$ref": "#/$defs/output"},
+                        {"type": "object", "properties": {"normal": {"$ref": "#/$defs/output"}},
+                         "patternProperties": {"^[a-z]+$": {"$ref": "#/$defs/output"}}}],
+              "$defs": {"output": {"oneOf": [{"$ref": "#/$defs/simple"}, {"$ref": "#/$defs/macro"}]},
+                        "simple": {"type": "string", "pattern": "^[a-z]+$"},
+                        "macro": {"type": "string", "pattern": "^~[a-z]+$"}}}
+    check(schema, {"normal": ["ab", "~x", 1], "up": ["c"], "x": ["~y", "A"]}, index,
+          extra=["ab", "~ab", "A", "", "~"])
+
+
 ITEM_VALUES = ["s", "x", 1, None, [], [1], ["s"], ["x"], ["x", "s"], ["x", 1], [1, "s"], [[1]], {"k": 1}]
 
 

@@ -638,7 +638,7 @@ class _Builder:
                     raise SchemaError(f"{key} must be a non-empty array", f"{pointer}/{key}")
                 rest = {k: v for k, v in schema.items() if k != key}
                 numbered = list(enumerate(branches))
-                if key == "oneOf" and not self._disjoint(branches, pointer, rest):
+                if key == "oneOf" and not self._disjoint(branches, f"{pointer}/oneOf", rest):
                     numbered = self._exclusive_branches(branches, rest, pointer)
                 pieces = []
                 first_error = None
@@ -1727,10 +1727,33 @@ class _Builder:
 
         return merge_schemas(schemas, pointer, self, parent_last)
 
-    def _disjoint(self, branches, pointer: str, rest: dict | None = None) -> bool:
+    def _disjoint(self, branches, at: str, rest: dict | None = None) -> bool:
+        """Whether no instance meets two of ``branches`` (the oneOf list at ``at``) inside ``rest``."""
         from constrain.json_schema.merge import branches_disjoint
 
-        return branches_disjoint([self.refs.deref(b, pointer) for b in branches], _objects_only(rest), _required_of(rest))
+        return branches_disjoint([self._branches_read(b, f"{at}/{i}") for i, b in enumerate(branches)],
+                                 _objects_only(rest), _required_of(rest))
+
+    def _branches_read(self, schema: Any, pointer: str, depth: int = 3) -> Any:
+        """``schema`` (followed through a $ref-only chain) with each anyOf/oneOf/allOf branch that
+        is only a ``$ref`` replaced by its target, ``depth`` levels down: the same instances,
+        written so that the disjointness tests (``merge.py``, which follow no reference) can read
+        them (``oneOf: [{"$ref": "#/definitions/output"}, {"type": "object"}]``, where ``output`` is
+        a oneOf of two string schemas given by references). Only read, never compiled: the
+        targets' own references would resolve against the wrong place."""
+        at, schema = self.refs._follow(schema, pointer)
+        at = at or pointer
+        if depth == 0 or not isinstance(schema, dict):
+            return schema
+        out = schema
+        for key in ("anyOf", "oneOf", "allOf"):
+            parts = schema.get(key)
+            if not isinstance(parts, list):
+                continue
+            read = [self._branches_read(b, f"{at}/{key}/{i}", depth - 1) for i, b in enumerate(parts)]
+            if any(r is not b for r, b in zip(read, parts)):
+                out = dict(out, **{key: read})
+        return out
 
     def _exclusive_branches(self, branches: list, rest: dict, pointer: str) -> list:
         """Overlapping oneOf as (branch index, alternative) pairs of an equivalent anyOf.
@@ -1751,7 +1774,7 @@ class _Builder:
             self.refuse("oneOf", at, f"branches may overlap, and {len(branches)} branches are more than the "
                                      f"{MAX_ONE_OF_BRANCHES} rewritten exactly")
             return list(enumerate(branches))
-        bs = [self.refs.deref(b, f"{at}/{i}") for i, b in enumerate(branches)]
+        bs = [self._branches_read(b, f"{at}/{i}") for i, b in enumerate(branches)]
         objects, required = _objects_only(rest), _required_of(rest)
         out: list = []
         refused = None
