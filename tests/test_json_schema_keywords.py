@@ -846,6 +846,11 @@ def test_property_names_of_any_shape_are_enforced(names, index):
     check_agrees(schema, instances, index)
 
 
+def test_a_property_names_schema_with_an_unknown_type_is_a_schema_error():
+    with pytest.raises(SchemaError, match="unknown type 'strng'"):
+        Grammar.from_json_schema({"type": "object", "propertyNames": {"type": "strng"}})
+
+
 def test_a_recursive_property_names_schema_is_refused_by_name():
     schema = {"type": "object", "propertyNames": {"$ref": "#/$defs/r"},
               "$defs": {"r": {"anyOf": [{"maxLength": 2}, {"$ref": "#/$defs/r"}]}}}

@@ -708,16 +708,17 @@ class _Builder:
 
     def _types(self, schema: dict, pointer: str) -> list[str]:
         t = schema.get("type")
-        if self._regular:  # (a property name: only the schema's strings can be one)
-            return ["string"] if t is None or t == "string" or isinstance(t, list) and "string" in t else []
         if t is None:
-            return list(TYPES)
-        names = t if isinstance(t, list) else [t]
-        for n in names:
-            if n not in TYPES and n != "integer":
-                raise SchemaError(f"unknown type {n!r}", pointer + "/type")
-        if "number" in names:
-            names = [n for n in names if n != "integer"]
+            names = list(TYPES)
+        else:
+            names = t if isinstance(t, list) else [t]
+            for n in names:
+                if n not in TYPES and n != "integer":
+                    raise SchemaError(f"unknown type {n!r}", pointer + "/type")
+            if "number" in names:
+                names = [n for n in names if n != "integer"]
+        if self._regular:  # (a property name: only the schema's strings can be one)
+            return ["string"] if "string" in names else []
         return names
 
     def _typed(self, t: str, schema: dict, pointer: str, regular: bool = False):

@@ -12,6 +12,7 @@ from typing import Any
 
 from constrain.errors import GrammarError, RegexError
 from constrain.json_schema.errors import SchemaError
+from constrain.regex import automaton
 
 
 _ANNOTATIONS = {"__no_eval", "title", "description", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly",
@@ -23,7 +24,8 @@ _MIN_KEYS = {"minimum", "minLength", "minItems", "minProperties", "minContains"}
 # out of memory); past this many the schema is refused with a clear error
 MAX_MERGED_BRANCHES = 4096
 _UNKNOWN = object()  # a pattern whose language was not built (``_search_language``)
-_SEARCH_LANGUAGES: dict = {}  # pattern -> its search language (parsed once per process)
+_SEARCH_LANGUAGES: dict = {}  # pattern -> its search language (forgotten with the automata, or past 1,024)
+automaton._OTHER_MEMOS.append(_SEARCH_LANGUAGES.clear)
 
 
 def merge_schemas(schemas: list, pointer: str, builder, parent_last: bool = True) -> Any:
@@ -350,6 +352,8 @@ def _search_language(pattern: Any):
     if pattern not in _SEARCH_LANGUAGES:
         from constrain.regex.parse import parse_search_regex
 
+        if len(_SEARCH_LANGUAGES) >= 1024:
+            _SEARCH_LANGUAGES.clear()
         try:
             _SEARCH_LANGUAGES[pattern] = parse_search_regex(pattern, re.ASCII)
         except RegexError:
