@@ -249,3 +249,27 @@ def test_a_spelled_trie_whose_pieces_clash_is_left_to_the_nfa_path():
     assert automaton._spelled_trie_dfa(overlapping) is None
     clear_memo()
     assert _same(build_dfa(overlapping), _via_nfa(overlapping))
+
+
+def test_bytes_to_finish_is_the_shortest_path_to_acceptance():
+    """``counted._bytes_to_finish`` (each chain's ``rest``) against a breadth-first search backwards
+    from the accepting states, on random tables with dead cells, cycles and unreachable states."""
+    from collections import deque
+
+    from constrain.regex import counted
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n, width = int(rng.integers(1, 25)), int(rng.integers(1, 6))
+        table = rng.integers(-1, n, size=(n, width)).astype(np.int32)
+        accepting = rng.random(n) < 0.2
+        want = np.full(n, n, dtype=np.int64)
+        queue = deque(np.flatnonzero(accepting).tolist())
+        want[accepting] = 0
+        while queue:
+            t = queue.popleft()
+            for s, c in zip(*np.nonzero(table == t)):
+                if want[s] == n:
+                    want[s] = want[t] + 1
+                    queue.append(s)
+        assert np.array_equal(counted._bytes_to_finish(table, accepting), want)
