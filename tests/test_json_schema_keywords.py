@@ -832,6 +832,8 @@ PROPERTY_NAME_SCHEMAS = [  # (the JSON-Schema-Test-Suite's propertyNames groups 
     {"$ref": "#/$defs/direction"},  # JSONSchemaBench Github_medium o90904
     {"anyOf": [{"$ref": "#/$defs/direction"}, {"$ref": "#/$defs/short"}]},
     {"$ref": "#/$defs/short"},  # (also every value of property "p", numbers too)
+    {"anyOf": [True, {"maxLength": 1}]},  # (true inside: any key, not any JSON value)
+    {"allOf": [{}, {"pattern": "^a"}]},
 ]
 NAMES = ["", "a", "aa", "aaa", "aaaa", "b", "bb", "bcd", "ab", "ba", "ccc", "N", "NE", "NNE", "1", "é", "\u00e9"]
 

@@ -460,7 +460,7 @@ class _Builder:
     def value(self, schema: Any, pointer: str):
         """A piece (AST or nonterminal) for the instances of ``schema``; None for no instance."""
         if schema is True or schema == {}:
-            return self.any_value()
+            return js.string_of_length() if self._regular else self.any_value()  # (a key: any string)
         if schema is False:
             return None
         if not isinstance(schema, dict):
