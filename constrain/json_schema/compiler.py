@@ -557,7 +557,7 @@ class _Builder:
             for rhs in by_lhs.get(i, ()):
                 parts = [written(s) for s in rhs]
                 if None not in parts:
-                    alternatives.append(num.cat(*parts) if len(parts) != 1 else parts[0])
+                    alternatives.append(num.cat(*parts))
             open_now.discard(i)
             done[i] = num.alt(*alternatives) if alternatives else None
             return done[i]
@@ -1742,8 +1742,7 @@ class _Builder:
         them (``oneOf: [{"$ref": "#/definitions/output"}, {"type": "object"}]``, where ``output`` is
         a oneOf of two string schemas given by references). Only read, never compiled: the
         targets' own references would resolve against the wrong place."""
-        at, schema = self.refs._follow(schema, pointer)
-        at = at or pointer
+        at, schema = self.refs.deref_at(schema, pointer)
         if depth == 0 or not isinstance(schema, dict):
             return schema
         out = schema

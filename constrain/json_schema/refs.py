@@ -244,6 +244,11 @@ class RefResolver:
         """Follow a schema that is only a ``$ref`` (plus annotations); others come back unchanged."""
         return self._follow(schema, at)[1]
 
+    def deref_at(self, schema: Any, at: str) -> tuple[str, Any]:
+        """``deref`` with the pointer the schema it returns stands at (``at`` where no $ref was followed)."""
+        pointer, target = self._follow(schema, at)
+        return pointer or at, target
+
     def is_valid(self, instance: Any, schema: Any) -> bool:
         """Validate against a subschema with this document's references (jsonschema is the oracle)."""
         import jsonschema
