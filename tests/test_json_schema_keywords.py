@@ -392,20 +392,26 @@ def test_pattern_with_length(index):
 FORMAT_EXAMPLES = {
     "date": (["2024-02-29", "2023-12-31", "0001-01-01"],
              ["2023-02-29", "2023-13-01", "2023-1-01", "20230101", "2023-04-31", "2023-00-10"]),
-    "time": (["23:59:59Z", "00:00:00+01:00", "12:30:45.123-05:30", "08:00:00z"],
+    "time": (["23:59:59Z", "00:00:00+01:00", "12:30:45.123-05:30", "08:00:00z", "01:02:03.123456789012345Z"],
              ["24:00:00Z", "12:60:00Z", "12:00:00", "12:00Z", "1:00:00Z"]),
     "date-time": (["2024-02-29T23:59:59Z", "2020-01-01t00:00:00.5+00:00"],
                   ["2024-02-30T00:00:00Z", "2024-02-01 00:00:00Z", "2024-02-01T00:00:00"]),
-    "email": (["joe@example.com", "a.b+c@sub.example.org"], ["joe", "@example.com", "joe@", "a@@b.com"]),
+    "email": (["joe@example.com", "a.b+c@sub.example.org", '"joe bloggs"@example.com', '"a\\"b"@x.org',
+               "joe@[127.0.0.1]", "joe@[IPv6:::1]"],
+              ["joe", "@example.com", "joe@", "a@@b.com", '"a"b"@x.org', "joe@[127.0.0.300]", "joe@[::1]",
+               '"a\\"@x.org']),
     "uuid": (["123e4567-e89b-12d3-a456-426614174000", "ABCDEF01-2345-6789-ABCD-EF0123456789"],
              ["123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g", "xyz"]),
     "ipv4": (["0.0.0.0", "192.168.1.255", "255.255.255.255"],
              ["256.1.1.1", "1.2.3", "01.2.3.4", "1.2.3.4.5", "a.b.c.d"]),
     "ipv6": (["::", "::1", "2001:db8::8a2e:370:7334", "1:2:3:4:5:6:7:8", "::ffff:192.168.1.1"],
              ["1:2:3:4:5:6:7:8:9", "12345::", "1::2::3", "::g", "1.2.3.4"]),
-    "hostname": (["example.com", "a-b.c", "localhost"], ["-a.com", "a..b", "a_b.com", "a" * 64 + ".com"]),
-    "uri": (["http://example.com/path?q=1#frag", "urn:isbn:0451450523", "mailto:joe@example.com"],
-            ["//example.com", "no scheme", "1http://x"]),
+    "hostname": (["example.com", "a-b.c", "localhost", "a--b.com", "abc-d", "ab-c"],
+                 ["-a.com", "a..b", "a_b.com", "a" * 64 + ".com", "xn--X", "ab--c.com", "XN--aa---o47jg78q"]),
+    "uri": (["http://example.com/path?q=1#frag", "urn:isbn:0451450523", "mailto:joe@example.com",
+             "ldap://[2001:db8::7]/c=GB?objectClass?one", "http://u:p%40@h:8080/a%2Fb", "x:/", "x:", "s://[v1.a:b]"],
+            ["//example.com", "no scheme", "1http://x", "http://example.com/%6G", "http://e.com/%A",
+             "http://example.com:abc/path", "http:/[::1]", "http://[::ffff:01.2.3.4]", "https://[@example.org/"]),
     "duration": (["P1D", "PT1H30M", "P1Y2M3DT4H5M6S", "P2W", "P1M2D", "PT5M6S"],
                  ["P", "PT", "1D", "P1H", "PT1D", "P1Y2D", "PT1H2S", "P1D2M"]),
     "json-pointer": (["", "/", "//", "/foo/0", "/a~0b~1c", "/é/日", "/\n"], ["/~2", "/a~", "foo", "#/a"]),
@@ -449,8 +455,8 @@ def test_format_samples_pass_the_format_checker(fmt):
     if fmt in checker.checkers:
         bad = [s for s in samples if not checker.conforms(s, fmt)]
         assert not bad, f"{fmt}: samples the FormatChecker rejects: {bad[:5]}"
-    if fmt == "hostname":  # RFC 1123: labels of 1-63 characters
-        bad = [s for s in samples if any(not 1 <= len(x) <= 63 for x in s.split("."))]
+    if fmt == "hostname":  # RFC 1123: labels of 1-63 characters; RFC 5891: no "--" at positions 3-4
+        bad = [s for s in samples if any(not 1 <= len(x) <= 63 or x[2:4] == "--" for x in s.split("."))]
         assert not bad, f"hostname samples break RFC 1123 label limits: {bad[:5]}"
 
 

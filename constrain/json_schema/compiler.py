@@ -2234,8 +2234,8 @@ def _format_string(fmt: str):
         spelled = []
         for rx, cap in pieces:
             piece = js.spell_decoded(parse_regex(rx))
-            spelled.append(piece if cap is None else boolean.intersect(piece, js.chars(0, cap)))
-        node = num.cat(js.QUOTE, *spelled, js.QUOTE)
+            spelled.append(hashed(piece if cap is None else boolean.intersect(piece, js.chars(0, cap))))
+        node = hashed(num.cat(js.QUOTE, *spelled, js.QUOTE))  # (big ASTs: hashed once, not per lookup)
         # built by the first schema that reaches it, then kept; each piece too, since a terminal
         # that ends with the format (``ws : ws`` and the value after a key) glues the pieces
         for piece in (node, *spelled):
