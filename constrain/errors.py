@@ -42,6 +42,7 @@ class UnsupportedSchemaError(GrammarError):
     def __init__(self, keyword: str, pointer: str, why: str = "") -> None:
         self.keyword = keyword
         self.pointer = pointer or "#"
+        self.why = why
         detail = f": {why}" if why else ""
         super().__init__(
             f"unsupported JSON Schema keyword {keyword!r} at {self.pointer}{detail}. "

@@ -871,7 +871,7 @@ def test_a_recursive_property_names_schema_is_refused_by_name():
 
 
 def _random_array(rng: random.Random) -> list:
-    values = [1, 2, "s", None, True, 1.5, [0], {"k": 1}, -3]
+    values = [1, 2, "s", None, True, 1.5, [0], {"k": 1}, -3, "t", []]
     return [rng.choice(values) for _ in range(rng.randint(0, 7))]
 
 
@@ -889,6 +889,17 @@ ARRAY_SCHEMAS = [
     {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "minItems": 3, "maxItems": 5},
     {"type": "array", "contains": {"type": "string"}, "maxItems": 2},
     {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"type": "string"}, "minItems": 4},
+    # maxContains: every item a hit or a miss (NOT contains)
+    {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
+    {"type": "array", "contains": {"type": "integer"}, "minContains": 2, "maxContains": 3, "maxItems": 5},
+    {"type": "array", "contains": {"type": "string"}, "minContains": 0, "maxContains": 1},
+    {"type": "array", "contains": {"type": "string"}, "minContains": 0, "maxContains": 0, "minItems": 2},
+    {"type": "array", "items": {"type": ["integer", "string"]}, "contains": {"const": 1}, "maxContains": 1},
+    {"type": "array", "contains": {"type": "string", "pattern": "^s"}, "maxContains": 1, "minItems": 3},
+    {"contains": {"type": "array", "maxItems": 0}, "minContains": 1, "maxContains": 1},
+    # NOT of one item count bound: the other types, or the counts past it
+    {"not": {"type": "array", "minItems": 2}},
+    {"items": {"not": {"maxItems": 0}}},
 ]
 
 
@@ -897,6 +908,22 @@ def test_arrays(k, index):
     rng = random.Random(k)
     arrays = [_random_array(rng) for _ in range(150)] + [[], [1], [1, "s"], ["s"], [1, 2, 3, 4, 5], [[0]], [[]]]
     check_agrees(ARRAY_SCHEMAS[k], arrays, index)
+
+
+def test_max_contains_refusals(index):
+    """maxContains below minContains leaves only non-arrays; a contains whose negation cannot be
+    written refuses maxContains by name (and ``unsupported="ignore"`` drops only maxContains)."""
+    check_agrees({"contains": {"const": 1}, "minContains": 2, "maxContains": 1}, [[1], [1, 1], [], 1, "a"], index)
+    with pytest.raises(EmptySchemaError):
+        compiled({"type": "array", "contains": {"const": 1}, "minContains": 2, "maxContains": 1}, index)
+    with pytest.raises(SchemaError, match="maxContains"):
+        compiled({"type": "array", "contains": {"const": 1}, "maxContains": -1}, index)
+    hard = {"type": "array", "contains": {"type": "array", "uniqueItems": True}, "maxContains": 1}
+    with pytest.raises(UnsupportedSchemaError) as e:
+        compiled(hard, index)
+    assert e.value.keyword in ("maxContains", "uniqueItems")
+    loose = compiled(hard, index, unsupported="ignore")
+    assert loose.accepts_text("[[1,1]]") and not loose.accepts_text("[]")
 
 
 def test_draft7_tuple_items(index):

@@ -1642,7 +1642,10 @@ class _Builder:
         if prefix_pieces:
             self.refuse("contains", pointer + "/contains", "contains together with prefixItems")
         if "maxContains" in schema:
-            self.refuse("maxContains", pointer + "/maxContains")
+            if "__contains" in schema:
+                self.refuse("maxContains", pointer + "/maxContains", "maxContains beside contains merged from allOf parts")
+            else:
+                return self._array_max_contains(schema, items, rest, min_items, max_items, pointer)
         raw = [list(r) for r in schema.get("__contains", [])]
         if "contains" in schema:
             raw.append([schema["contains"], schema.get("minContains", 1)])
@@ -1719,6 +1722,69 @@ class _Builder:
                 for piece, after in moves(start_needs) if (1, after) in syms]
         if not alts:
             raise EmptySchemaError("no array meets contains together with its item count bounds", pointer)
+        return self.rule(f"array@{pointer}", alts)
+
+    def _array_max_contains(self, schema, items, rest, min_items, max_items, pointer):
+        """Arrays of minItems..maxItems items of which minContains..maxContains match ``contains``.
+        Each item is a hit (``items`` and ``contains``) or a miss (``items`` and NOT ``contains``,
+        written by ``_negate``: the two are disjoint, so the count is exact; a ``contains`` whose
+        negation cannot be written refuses maxContains). State (n, h): n items (counted up to
+        maxItems, or minItems when unbounded) and h hits (at most maxContains)."""
+        bounds = []
+        for key, default in (("minContains", 1), ("maxContains", None)):
+            v = schema.get(key, default)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 or v != int(v):
+                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
+            bounds.append(int(v))
+        least, most = bounds
+        if least > most:
+            raise EmptySchemaError(f"minContains {least} > maxContains {most}", pointer)
+        cap = max(min_items, 1) if max_items is None else max_items
+        if (cap + 1) * (most + 1) > MAX_CONTAINS_STATES:
+            self.refuse("maxContains", pointer + "/maxContains", f"{(cap + 1) * (most + 1)} (item count, hits) "
+                                                                 f"states are more than {MAX_CONTAINS_STATES}")
+        contains = self.refs.deref(schema["contains"], pointer + "/contains")
+        try:
+            missing = self._negate(contains, pointer + "/contains")
+        except UnsupportedSchemaError as e:
+            self.refuse("maxContains", pointer + "/maxContains", f"its contains schema cannot be negated "
+                                                                 f"({e.keyword} at {e.pointer}: {e.why})")
+            plain = {k: v for k, v in schema.items() if k != "maxContains"}  # (unsupported="ignore": dropped)
+            return self._array_contains(plain, [], items, rest, min_items, max_items, pointer)
+        items_schema = self.refs.deref(items, pointer + "/items")
+
+        def piece(extra):
+            parts = ([items_schema] if items_schema is not True else []) + [extra]
+            try:
+                return self.value(self._merge(parts, pointer) if len(parts) > 1 else parts[0], pointer + "/contains")
+            except EmptySchemaError:
+                return None
+
+        hit, miss = piece(contains), piece(missing)
+        w = self.w()
+        comma = [w, num.lit(","), w]
+        moves = [(p, dh) for p, dh in ((miss, 0), (hit, 1)) if p is not None]
+        alts_of: dict = {}
+        todo = [(1, dh) for _, dh in moves if dh <= most]
+        while todo:
+            state = todo.pop()
+            if state in alts_of:
+                continue
+            n, h = state
+            alts = [([], None)] if n >= min_items and h >= least else []
+            m = n + 1 if max_items is not None else min(n + 1, cap)
+            if max_items is None or n + 1 <= max_items:
+                for p, dh in moves:
+                    if h + dh <= most:
+                        alts.append((comma + [p], (m, h + dh)))
+                        todo.append((m, h + dh))
+            alts_of[state] = alts
+        syms = self._state_rules(alts_of, lambda state: f"maxcontains{state[0]},{state[1]}@{pointer}")
+        alts = [[num.lit("["), w, num.lit("]")]] if min_items == 0 and least == 0 else []
+        if max_items is None or max_items >= 1:
+            alts += [[num.lit("["), w, p, syms[(1, dh)], w, num.lit("]")] for p, dh in moves if (1, dh) in syms]
+        if not alts:
+            raise EmptySchemaError("no array meets contains together with its item and match count bounds", pointer)
         return self.rule(f"array@{pointer}", alts)
 
     # ------------------------------------------------------------------ combinators
@@ -2061,18 +2127,19 @@ class _Builder:
             return {"__not_values": values} if values else True
         if keys == {"uniqueItems"} and sub["uniqueItems"] is False:
             return False  # it constrains nothing
-        if keys <= {"type", "minProperties", "maxProperties"} and len(keys - {"type"}) == 1 and \
-                sub.get("type", "object") == "object":
-            (k,) = keys - {"type"}
-            bound = _int_keyword(sub, k, 0, pointer)
-            if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
-                raise SchemaError(f"{k} must be a non-negative integer", f"{pointer}/{k}")
-            options = [{"type": [t for t in TYPES if t != "object"]}] if "type" in sub else []
-            if k == "minProperties" and bound > 0:
-                options.append({"type": "object", "maxProperties": bound - 1})
-            elif k == "maxProperties":
-                options.append({"type": "object", "minProperties": bound + 1})
-            return _union_of(options)
+        for typ, (low, high) in (("object", ("minProperties", "maxProperties")), ("array", ("minItems", "maxItems"))):
+            if keys <= {"type", low, high} and len(keys - {"type"}) == 1 and sub.get("type", typ) == typ:
+                # one count bound: the other types, or the counts on its other side
+                (k,) = keys - {"type"}
+                bound = _int_keyword(sub, k, 0, pointer)
+                if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
+                    raise SchemaError(f"{k} must be a non-negative integer", f"{pointer}/{k}")
+                options = [{"type": [t for t in TYPES if t != typ]}] if "type" in sub else []
+                if k == low and bound > 0:
+                    options.append({"type": typ, high: bound - 1})
+                elif k == high:
+                    options.append({"type": typ, low: bound + 1})
+                return _union_of(options)
         if keys <= {"type", "contains", "minContains"} and "contains" in keys and sub.get("minContains", 1) == 1 \
                 and sub.get("type", "array") == "array":
             # fewer than one item matches: every item fails it
