@@ -382,6 +382,42 @@ def test_pattern_dollar_is_end_of_string_not_before_newline(index):
     assert not g.accepts_text('"a\\n"')
 
 
+_ECMA_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+_ECMA_ESCAPES = {r"\s": f"[{_ECMA_SPACE}]", r"\S": f"[^{_ECMA_SPACE}]", ".": "[^\n\r\u2028\u2029]",
+                 r"\d": "[0-9]", r"\D": "[^0-9]", r"\w": "[A-Za-z0-9_]", r"\W": "[^A-Za-z0-9_]"}
+
+
+def _ecma_matches(pattern: str, text: str) -> bool:
+    """ECMA-262 ``test`` for patterns made of literals, anchors and the escapes above (each
+    rewritten as the explicit class the specification defines)."""
+    out, i = "", 0
+    while i < len(pattern):
+        two = pattern[i:i + 2]
+        if two in _ECMA_ESCAPES:
+            out, i = out + _ECMA_ESCAPES[two], i + 2
+        elif pattern[i] == ".":
+            out, i = out + _ECMA_ESCAPES["."], i + 1
+        elif pattern[i] == "$":  # (only at the very end: Python's "$" also matches before a final newline)
+            out, i = out + r"\Z", i + 1
+        else:
+            out, i = out + pattern[i], i + 1
+    return re.search(out, text) is not None
+
+
+@pytest.mark.parametrize("pattern", [r"^\S+$", r"^\s+$", r"^a.b$", r"^\D$", r"^\W$", r"^x\sy$", r"\S", r"^\w\d$"])
+def test_pattern_classes_hold_what_ecma_and_python_both_match(pattern, index):
+    r"""Where ECMA-262 (the specification) and Python's ``re`` (jsonschema) disagree on ``.``,
+    ``\s``, ``\D``, ``\W``, a pattern keeps only the strings both accept: sound under either."""
+    g = compiled({"type": "string", "pattern": pattern}, index, **SPEC)
+    probes = ["a", " ", "\t", "\r", "\n", "\u00a0", "\u2003", "\u2028", "\u2029", "\ufeff", "\x1c", "\x85",
+              "\u0663", "\u07c0", "\u3000", "\u00e9", "7", "_"]
+    texts = {c for c in probes} | {c + c for c in probes} | {f"a{c}b" for c in probes} | {f"x{c}y" for c in probes} \
+        | {f"a{c}" for c in probes} | {f"{c}1" for c in probes}
+    wrong = [t for t in sorted(texts) if g.accepts_text(json.dumps(t)) != (
+        _ecma_matches(pattern, t) and re.search(pattern, t) is not None)]
+    assert not wrong, f"{pattern!r}: grammar disagrees with ECMA-and-Python on {wrong}"
+
+
 def test_pattern_with_length(index):
     check_agrees({"type": "string", "pattern": "^[a-z]+$", "minLength": 3, "maxLength": 20},
                  ["ab", "abc", "abcdefghijklmnopqrst", "abcdefghijklmnopqrstu", "abC", "x" * 19], index)

@@ -177,3 +177,36 @@ def test_suite_format_file_is_sound(name, real_vocab):
                 incomplete.append(t["data"])
     assert not unsound, f"{name}: invalid instances accepted: {unsound}"
     assert not incomplete, f"{name}: valid instances rejected outside the documented subset: {incomplete}"
+
+
+@needs_suite
+@pytest.mark.parametrize("draft", DRAFTS)
+def test_suite_ecmascript_regex_file(draft, real_vocab):
+    """optional/ecmascript-regex.json (text level): every instance the suite calls invalid is
+    rejected in each group we compile; a valid one is rejected only where Python's ``re`` (what
+    ``jsonschema`` matches with) disagrees with ECMA-262 and refuses it (``\\D`` and NKO digits,
+    ``\\W`` and é, U+FEFF as ``\\s``): patterns keep the strings both accept."""
+    import jsonschema
+
+    import constrain
+    from constrain.errors import UnsupportedSchemaError
+
+    _, index = real_vocab("smollm2")
+    unsound, incomplete, compiled = [], [], 0
+    for group in json.loads((SUITE / draft / "optional" / "ecmascript-regex.json").read_text()):
+        try:
+            g = constrain.compile(constrain.Grammar.from_json_schema(
+                group["schema"], strict=False, draft="7" if draft == "draft7" else "2020-12"), index)
+        except UnsupportedSchemaError:  # (\p{...}, \cX: Python's re cannot read them either)
+            continue
+        compiled += 1
+        python = jsonschema.validators.validator_for(group["schema"])(group["schema"])
+        for t in group["tests"]:
+            ok = g.accepts_text(json.dumps(t["data"], separators=(",", ":")))
+            if not t["valid"] and ok:
+                unsound.append((group["description"], t["description"]))
+            elif t["valid"] and not ok and python.is_valid(t["data"]):
+                incomplete.append((group["description"], t["description"]))
+    assert compiled >= 12
+    assert not unsound, f"invalid instances accepted: {unsound}"
+    assert not incomplete, f"valid instances rejected that Python's re accepts too: {incomplete}"

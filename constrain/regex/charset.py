@@ -62,8 +62,25 @@ def single(cp: int) -> Ranges:
     return ((cp, cp),)
 
 
+def intersect(a: Ranges, b: Ranges) -> Ranges:
+    return negate(union(negate(a), negate(b)))
+
+
 ANY: Ranges = normalize([(0, MAX_CP)])
 ANY_BUT_NEWLINE: Ranges = negate(single(10))
+# ECMA-262: ``.`` stops at every LineTerminator; ``\s`` is WhiteSpace (TAB, VT, FF, ZWNBSP, every
+# Space_Separator) and LineTerminator (LF, CR, LS, PS); ``\d`` and ``\w`` are ASCII only.
+ECMA_ANY: Ranges = negate(normalize([(10, 10), (13, 13), (0x2028, 0x2029)]))
+ECMA_SPACE: Ranges = normalize([(9, 13), (32, 32), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A), (0x2028, 0x2029),
+                                (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF)])
+
+
+def ecma_category(name: str) -> Ranges:
+    """``\\d \\w \\s`` (and negations) as ECMA-262 defines them (no ``u``/``i`` flags)."""
+    negated = name.startswith("not_")
+    base = name[4:] if negated else name
+    ranges = ECMA_SPACE if base == "space" else category(base, True)
+    return negate(ranges) if negated else ranges
 
 
 def _ranges_where(pred) -> Ranges:

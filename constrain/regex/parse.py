@@ -188,7 +188,7 @@ class _Converter:
         if op == sre_c.NOT_LITERAL:
             return ("set", cs.negate(cs.fold_case(cs.single(av), fl.ascii) if fl.ignorecase else cs.single(av)))
         if op == sre_c.ANY:
-            return ("set", cs.ANY if fl.dotall else cs.ANY_BUT_NEWLINE)
+            return ("set", self.any_char(fl))
         if op == sre_c.IN:
             return ("set", self.class_items(av, fl))
         if op == sre_c.BRANCH:
@@ -229,6 +229,12 @@ class _Converter:
         raise RegexError(f"unsupported regex construct {op}", source=self.pattern, pos=None)
 
     def class_items(self, items, fl: _Flags) -> cs.Ranges:
+        return self._class_ranges(items, fl, lambda name: cs.category(name, fl.ascii))
+
+    def any_char(self, fl: _Flags) -> cs.Ranges:
+        return cs.ANY if fl.dotall else cs.ANY_BUT_NEWLINE
+
+    def _class_ranges(self, items, fl: _Flags, category) -> cs.Ranges:
         negated = False
         ranges: list[tuple[int, int]] = []
         for op, av in items:
@@ -239,7 +245,7 @@ class _Converter:
             elif op == sre_c.RANGE:
                 ranges.append(av)
             elif op == sre_c.CATEGORY:
-                ranges.extend(cs.category(_CATEGORY_NAMES[av], fl.ascii))
+                ranges.extend(category(_CATEGORY_NAMES[av]))
             else:
                 raise RegexError(f"unsupported item {op} in a character class", source=self.pattern)
         result = cs.normalize(ranges)
@@ -352,6 +358,9 @@ def _only_empty(node: Node | None) -> Node | None:
     return EMPTY if node is not None and accepts_empty(node) else None
 
 
+_SEARCH_CLASSES: dict = {}  # (class items, flags) -> ranges in both semantics (see _SearchConverter)
+
+
 class _SearchConverter(_Converter):
     """Anchors with ECMA-262 ``RegExp.prototype.test`` semantics (no multiline): ``^`` holds only at
     the start of the subject, ``$`` only at its end, wherever they stand in the pattern.
@@ -360,7 +369,23 @@ class _SearchConverter(_Converter):
     whose anchors are consistent inside the path (nothing consumed before one of its ``^`` or
     after one of its ``$``), keyed by whether the path holds a ``^`` (b) and a ``$`` (e).
     Then a subject contains a match iff it is in  .*T00.*  |  T10.*  |  .*T01  |  T11.
+
+    Classes and ``.`` hold the characters that match under ECMA-262 *and* under Python's ``re``
+    (Unicode ``str`` patterns), which is what ``jsonschema`` checks with: ``.`` stops at CR, LS
+    and PS too; ``\\s`` has ECMA's Unicode spaces but not U+FEFF (Python's has no ZWNBSP), ``\\S``
+    none of either's spaces, ``[^\\d]`` no Unicode digit. Whatever is accepted then matches in both.
     """
+
+    def class_items(self, items, fl: _Flags) -> cs.Ranges:
+        key = (tuple(items), fl)
+        hit = _SEARCH_CLASSES.get(key)
+        if hit is None:
+            hit = _SEARCH_CLASSES[key] = cs.intersect(self._class_ranges(items, fl, cs.ecma_category),
+                                                      self._class_ranges(items, fl, lambda n: cs.category(n, False)))
+        return hit
+
+    def any_char(self, fl: _Flags) -> cs.Ranges:
+        return cs.ANY if fl.dotall else cs.ECMA_ANY
 
     def table(self, items, f: int) -> dict:
         items = list(items)
