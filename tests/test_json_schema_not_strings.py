@@ -99,12 +99,28 @@ def test_not_length(schema, index):
 @pytest.mark.parametrize("schema", [
     {"not": {"format": "date"}},
     {"not": {"type": "string", "format": "date"}},
-    # jsonschema's email check is only "contains @": the candidates stay where both agree
+    # NOT email subtracts every string with an "@" (jsonschema's whole check), not our mailbox subset
     {"type": "string", "not": {"format": "email"}},
 ])
 def test_not_format(schema, index):
-    values = [s for s in STRINGS if "@" not in s or s == "x@y.com"] + OTHERS
-    check(schema, index, values)
+    check(schema, index, STRINGS + ["a@", "@", "a b@c", "xn--9n2bp8q.xn--9t4b11yi5a", "a--b.com", "-a"] + OTHERS)
+
+
+@pytest.mark.parametrize("fmt, disputed", [
+    ("date", ["0000-01-01", "0000-12-31"]),  # RFC 3339 dates that Python's (jsonschema's) cannot hold
+    ("time", ["23:59:60Z", "15:59:60-08:00"]),  # leap seconds: RFC 3339's, refused by rfc3339-validator
+    ("date-time", ["1998-12-31T23:59:60Z", "0000-01-01T00:00:00Z"]),
+    ("relative-json-pointer", ["100", "100/a"]),
+    ("hostname", ["xn--9n2bp8q.xn--9t4b11yi5a", "ab--cd.com"]),  # A-labels: valid ones exist, Punycode unchecked
+])
+def test_not_format_leaves_out_what_either_calls_the_format(fmt, disputed, index):
+    """Strings the RFC and jsonschema's check judge differently are neither generated for the
+    format (its language keeps what both accept) nor for NOT format (it subtracts what either does)."""
+    positive = constrain.compile(Grammar.from_json_schema({"type": "string", "format": fmt}), index)
+    negative = constrain.compile(Grammar.from_json_schema({"type": "string", "not": {"format": fmt}}), index)
+    for s in disputed:
+        assert not positive.accepts_text(json.dumps(s)) and not negative.accepts_text(json.dumps(s)), s
+    assert negative.accepts_text(json.dumps("not a " + fmt))
 
 
 def test_not_format_annotation(index):
@@ -183,3 +199,25 @@ def test_long_lengths_ignored_loosen():
     g = Grammar.from_json_schema({"oneOf": [{"type": "string", "minLength": 100000}, {"type": "string", "pattern": "^a"}]},
                                  unsupported="ignore")
     assert g is not None
+
+
+def test_subtracted_patterns_hold_what_either_semantics_matches(index):
+    """A pattern language to subtract (NOT pattern, the keys patternProperties leave to
+    additionalProperties) holds what ECMA-262 *or* Python's ``re`` matches, ``$`` also before a
+    final newline (Python's): a string the two judge differently is on neither side."""
+    def grammar(schema):
+        return constrain.compile(Grammar.from_json_schema(schema, strict=False), index)
+
+    g = grammar({"type": "string", "not": {"pattern": "^[a-z]+$"}})
+    assert g.accepts_text('"ab1"') and not g.accepts_text('"abc"')
+    assert not g.accepts_text('"abc\\n"')  # Python's "$" matches before it: jsonschema calls it a match
+    g = grammar({"type": "string", "not": {"pattern": "^\\D$"}})
+    assert g.accepts_text('"7"') and not g.accepts_text('"x"')
+    assert not g.accepts_text('"\\u07c0"')  # NKO digit zero: \D in ECMA-262, not in Python
+    g = grammar({"type": "object", "patternProperties": {"^\\D$": {"type": "integer"}},
+                 "additionalProperties": {"type": "string"}})
+    assert g.accepts_text('{"a":1}') and not g.accepts_text('{"a":"x"}') and g.accepts_text('{"7":"x"}')
+    assert not g.accepts_text('{"\\u07c0":1}') and not g.accepts_text('{"\\u07c0":"x"}')
+    # a declared name Python's "$" matches gets the patternProperties schema too
+    g = grammar({"type": "object", "properties": {"a\n": {}}, "patternProperties": {"^a$": {"type": "integer"}}})
+    assert g.accepts_text('{"a\\n":1}') and not g.accepts_text('{"a\\n":"x"}')

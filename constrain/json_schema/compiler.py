@@ -28,7 +28,7 @@ from constrain.errors import RegexError
 from constrain.json_schema import numbers as num
 from constrain.json_schema import strings as js
 from constrain.json_schema.errors import EmptySchemaError, SchemaError, UnsupportedSchemaError
-from constrain.json_schema.formats import CAPPED_PIECES, FORMATS
+from constrain.json_schema.formats import CAPPED_PIECES, FORMATS, WIDE_FORMATS
 from constrain.json_schema.merge import _all_of as _conjunction, _json_equal, siblings
 from constrain.json_schema.refs import ROOT_URI, SYNTHETIC, RefResolver, pointer_segment as _esc
 from constrain.regex import automaton, boolean
@@ -284,7 +284,7 @@ class _Builder:
         self.rules: list[tuple[int, tuple[int, ...]]] = []
         self._memo: dict[str, int] = {}
         self._leaves: dict[tuple, Any] = {}  # (``_leaf_key``, regular) -> piece: equal leaf schemas compiled once
-        self._patterns: dict[str, Any] = {}  # pattern -> its decoded AST, None, or the RegexError
+        self._patterns: dict[tuple, Any] = {}  # (pattern, wide) -> its decoded AST, None, or the RegexError
         self._merging: set[str] = set()
         self._any: int | None = None
         self._standalone: set = {_FREE_STRING}  # string value languages: terminals of their own
@@ -294,6 +294,7 @@ class _Builder:
         self._negation_of: dict[str, tuple[str, list]] = {}  # its pointer -> (target, context)
         self._written_merges = 0  # nested merges that hold such a negation (``_merged_value``)
         self._must_refuse = 0  # > 0: refuse() raises even under unsupported="ignore" (trial rewrites)
+        self._subtracting = 0  # > 0: string languages built to be subtracted (patterns read wide: _pattern_decoded)
         self._regular = False  # True while compiling a schema whose piece must be a regex AST
         self._regular_memo: dict[str, int] = {}  # ``_memo`` while ``_regular`` (only the strings of each schema)
         self.ws, fixed = _whitespace_and_fixed(options)
@@ -901,6 +902,7 @@ class _Builder:
             return self._memo[key]
         failed = None
         self._must_refuse += 1
+        self._subtracting += 1
         try:
             self._memo[key] = self._string_parts(cond, at, regular=True)
             return self._memo[key]
@@ -913,6 +915,7 @@ class _Builder:
             failed = str(e).splitlines()[0]
         finally:
             self._must_refuse -= 1
+            self._subtracting -= 1
         self.refuse("not", at, f"the negated string conditions cannot be built ({failed})")
         if built is not None:
             built.append(False)
@@ -973,8 +976,8 @@ class _Builder:
                                        "start or end)", pointer + "/pattern")
             parts.append(lang)
         for fmt in formats if self.opt.formats == "assert" else ():
-            if fmt in FORMATS:
-                parts.append(_format_string(fmt))
+            if fmt in FORMATS:  # (to subtract: a superset of what validators accept)
+                parts.append(_format_string(fmt, wide=self._subtracting > 0))
             elif fmt in _checked_formats():
                 self.refuse("format", pointer + "/format",
                             f"format {fmt!r} is checked by validators but not enforced here (known: {sorted(FORMATS)})")
@@ -1094,17 +1097,21 @@ class _Builder:
     def _pattern_decoded(self, pattern: Any, pointer: str, quiet: bool = False):
         """The decoded-string AST of what ``pattern`` matches in search semantics; None when no
         string contains a match; ``_REFUSED_PATTERN`` when it cannot be compiled (refused, unless
-        ``quiet``: a caller that only asks, the refusal comes when the pattern is built)."""
+        ``quiet``: a caller that only asks, the refusal comes when the pattern is built). Where
+        ``ECMA-262`` and Python's ``re`` (jsonschema) disagree, a language to keep holds what both
+        match and one built to be subtracted (``_subtracting``) what either matches
+        (``parse_search_regex``), so that neither judges a string on the wrong side."""
         if not isinstance(pattern, str):
             if quiet:
                 return _REFUSED_PATTERN
             raise SchemaError("pattern must be a string", pointer)
-        if pattern not in self._patterns:  # (asked for bounds, then built: parsed once)
+        key = (pattern, self._subtracting > 0)
+        if key not in self._patterns:  # (asked for bounds, then built: parsed once)
             try:
-                self._patterns[pattern] = parse_search_regex(pattern, re.ASCII)
+                self._patterns[key] = parse_search_regex(pattern, re.ASCII, either=key[1])
             except RegexError as e:
-                self._patterns[pattern] = e
-        got = self._patterns[pattern]
+                self._patterns[key] = e
+        got = self._patterns[key]
         if isinstance(got, RegexError):
             if not quiet:
                 self.refuse("pattern", pointer, str(got).splitlines()[0])
@@ -1369,9 +1376,14 @@ class _Builder:
         pats = list(pattern_props.items())
         declared_keys = num.alt(*[js.string_literal(n) for n in props]) if props else None
         langs = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
+        self._subtracting += 1  # (a key some semantics matches is never given additionalProperties)
+        try:
+            wide = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
+        finally:
+            self._subtracting -= 1
         regions = None  # past 4 patterns: only the regions some key is in (``_key_regions``)
         if len(pats) > 4:
-            regions = self._key_regions(langs)
+            regions = self._key_regions(langs, wide)
             if regions is None:
                 self.refuse("patternProperties", pointer + "/patternProperties",
                             f"more than 4 patterns whose matches overlap in over {MAX_KEY_REGIONS} ways")
@@ -1379,7 +1391,7 @@ class _Builder:
         out = []
         for mask in range(1 << len(pats)) if regions is None else sorted(regions):
             inside = [langs[j] for j in range(len(pats)) if mask >> j & 1]
-            outside = [langs[j] for j in range(len(pats)) if not mask >> j & 1]
+            outside = [wide[j] for j in range(len(pats)) if not mask >> j & 1]
             if regions is not None:  # (its keys: in exactly these patterns, already cut out)
                 inside, outside = ([regions[mask]] if mask else []), ([] if mask else [regions[0]])
             if mask == 0:
@@ -1410,7 +1422,7 @@ class _Builder:
                 out.append((key, value))
         return out
 
-    def _key_regions(self, langs: list):
+    def _key_regions(self, langs: list, wide: list):
         """{mask: keys matching exactly the patterns in ``mask``} over the non-empty regions (the
         key strings of mask 0 are the complement: ``{0: union of the patterns}``, to subtract), by
         splitting one pattern at a time; None past ``MAX_KEY_REGIONS`` regions (a key may match any
@@ -1418,12 +1430,12 @@ class _Builder:
         catch-all). Memoised products keep equal splits shared."""
         regions = {0: js.string_of_length()}
         for j, lang in enumerate(langs):
-            if lang is None:  # (a pattern no key matches)
+            if wide[j] is None:  # (a pattern no key matches)
                 continue
             split = {}
             for mask, keys in regions.items():
-                both = boolean.intersect(keys, lang)
-                rest = boolean.difference(keys, lang)
+                both = boolean.intersect(keys, lang) if lang is not None else None
+                rest = boolean.difference(keys, wide[j])  # (keys between the two: in no region)
                 if both is not None:
                     split[mask | 1 << j] = both
                 if rest is not None:
@@ -1431,7 +1443,7 @@ class _Builder:
             if len(split) > MAX_KEY_REGIONS:
                 return None
             regions = split
-        live = [lang for lang in langs if lang is not None]
+        live = [lang for lang in wide if lang is not None]
         regions[0] = num.alt(*live) if live else None  # (mask 0 subtracts them from any string)
         return regions
 
@@ -2281,7 +2293,7 @@ class _Builder:
             parts.append(rest)
         return {"allOf": parts} if len(parts) > 1 else parts[0]
 
-_FORMAT_CACHE: dict[str, tuple] = {}
+_FORMAT_CACHE: dict[tuple, tuple] = {}  # (format, wide) -> its JSON string AST
 _REFUSED_PATTERN = object()  # a pattern that cannot be compiled (see _pattern_decoded)
 
 
@@ -2292,12 +2304,14 @@ def _checked_formats() -> set[str]:
     return set(jsonschema.FormatChecker().checkers)
 
 
-def _format_string(fmt: str):
+def _format_string(fmt: str, wide: bool = False):
     """The JSON string AST of a format (built once per process: some are large). A format made of
     capped pieces (the email local part's 64 octets) intersects each capped piece's spelling with
-    the spelled length bound, exact because spelling maps each character on its own."""
-    if fmt not in _FORMAT_CACHE:
-        pieces = CAPPED_PIECES.get(fmt, ((FORMATS[fmt], None),))
+    the spelled length bound, exact because spelling maps each character on its own. ``wide``: the
+    superset NOT format subtracts (``WIDE_FORMATS``)."""
+    key = (fmt, wide)
+    if key not in _FORMAT_CACHE:
+        pieces = ((WIDE_FORMATS[fmt], None),) if wide else CAPPED_PIECES.get(fmt, ((FORMATS[fmt], None),))
         spelled = []
         for rx, cap in pieces:
             piece = js.spell_decoded(parse_regex(rx))
@@ -2307,8 +2321,8 @@ def _format_string(fmt: str):
         # that ends with the format (``ws : ws`` and the value after a key) glues the pieces
         for piece in (node, *spelled):
             automaton.keep_static_when_built(piece)
-        _FORMAT_CACHE[fmt] = node
-    return _FORMAT_CACHE[fmt]
+        _FORMAT_CACHE[key] = node
+    return _FORMAT_CACHE[key]
 
 
 @lru_cache(maxsize=None)
@@ -2375,11 +2389,19 @@ def _json_type_of(v) -> str:
 
 
 def _search(pattern: str, text: str) -> bool:
-    """ECMA-262 ``pattern`` search (Python's re is close enough for property names)."""
+    """Whether a declared property name matches ``pattern`` under Python's ``re`` or ECMA-262 (its
+    patternProperties schema then applies too: stricter, so right for both). The two read a name
+    alike unless it holds a character outside printable ASCII; only then is our reading asked."""
     try:
-        return re.search(pattern, text) is not None
+        if re.search(pattern, text) is not None:
+            return True
     except re.error:
+        pass
+    if all(" " <= c <= "~" for c in text):
         return False
+    from constrain.json_schema.merge import _pattern_misses
+
+    return not _pattern_misses(pattern, text)
 
 
 def _low_bit(mask: int) -> int:

@@ -12,13 +12,24 @@ from __future__ import annotations
 
 _D = "[0-9]"
 _LEAP_YEAR = "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
-_DATE = (
-    "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
-    "|02-(?:0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + "-02-29)"
-)
-# no leap second (":60"): RFC 3339 allows one where local time minus the offset is 23:59, but
-# jsonschema's check (rfc3339-validator) refuses every one, and its verdict is what users validate with
-_TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+
+
+def _date(year: str) -> str:
+    """RFC 3339 full-date with years from ``year``: month lengths, February 29 in leap years."""
+    return ("(?:" + year + "-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+            "|02-(?:0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + "-02-29)")
+
+
+def _time(second: str) -> str:
+    """RFC 3339 full-time (the offset required) with seconds from ``second``."""
+    return f"(?:[01][0-9]|2[0-3]):[0-5][0-9]:{second}(?:\\.[0-9]+)?(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+
+
+# no year 0000 (RFC 3339 has it; Python's dates, hence jsonschema's check, start at 0001) and no leap
+# second (RFC 3339 allows one where local time minus the offset is 23:59; rfc3339-validator, which
+# jsonschema checks with, refuses every one): jsonschema's verdict is what users validate with
+_DATE = _date("(?:[0-9]{3}[1-9]|[0-9]{2}[1-9]0|[0-9][1-9]00|[1-9]000)")
+_TIME = _time("[0-5][0-9]")
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
 _H16 = "[0-9a-fA-F]{1,4}"
@@ -99,6 +110,21 @@ FORMATS: dict[str, str] = {
     # jsonschema's check refuses a digit after a "0" anywhere in the integer ("100"), so only the
     # integers both accept are here: "0", or nonzero digits and at most one final "0"
     "relative-json-pointer": f"(?:0|[1-9]+0?)(?:#|{_JSON_POINTER})",
+}
+
+# What NOT format subtracts: a superset of the strings the format's RFC and jsonschema's check
+# (where it has one) accept, so that what is left fails the format for both. Where FORMATS keeps
+# a subset (no leap seconds or year 0000, no xn-- labels, tiered hostname lengths, dot-atom or
+# quoted mailboxes), this is wider: email is anything with an "@" (jsonschema's whole check).
+WIDE_FORMATS: dict[str, str] = {
+    **FORMATS,
+    "date": _date("[0-9]{4}"),
+    "time": _time("(?:[0-5][0-9]|60)"),
+    "date-time": f"{_date('[0-9]{4}')}[Tt]{_time('(?:[0-5][0-9]|60)')}",
+    "email": "(?s:.*@.*)",
+    "hostname": "[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)*\\.?",
+    "ipv4": "[0-9]{1,3}(?:\\.[0-9]{1,3}){3}",
+    "relative-json-pointer": f"(?:0|[1-9][0-9]*)(?:#|{_JSON_POINTER})",
 }
 
 # Formats whose regex above is only their shape: pieces (regex, longest length or None) whose

@@ -355,14 +355,14 @@ def _search_language(pattern: Any):
         if len(_SEARCH_LANGUAGES) >= 1024:
             _SEARCH_LANGUAGES.clear()
         try:
-            _SEARCH_LANGUAGES[pattern] = parse_search_regex(pattern, re.ASCII)
+            _SEARCH_LANGUAGES[pattern] = parse_search_regex(pattern, re.ASCII, either=True)  # (proofs: what either semantics matches)
         except RegexError:
             _SEARCH_LANGUAGES[pattern] = _UNKNOWN
     return _SEARCH_LANGUAGES[pattern]
 
 
 def _pattern_misses(pattern: Any, name: str) -> bool:
-    """Whether no match of ``pattern`` is found in ``name`` (by our ECMA-262 reading, not Python's)."""
+    """Whether no match of ``pattern`` is found in ``name`` under either ECMA-262 or Python's ``re``."""
     from constrain.regex.boolean import _as_dfa
 
     language = _search_language(pattern)

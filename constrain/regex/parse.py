@@ -322,6 +322,7 @@ def _parse_regex(pattern: str, flags: int, allow_anchors: bool = True) -> Node:
 # --------------------------------------------------------------------------- search semantics
 
 _ANYTHING: Node = ("rep", ("set", ((0, 0x10FFFF),)), 0, None)
+_FINAL_NEWLINE: Node = ("rep", ("set", ((10, 10),)), 0, 1)  # where Python's "$" also holds
 
 
 def _has_anchor(items) -> bool:
@@ -374,18 +375,26 @@ class _SearchConverter(_Converter):
     (Unicode ``str`` patterns), which is what ``jsonschema`` checks with: ``.`` stops at CR, LS
     and PS too; ``\\s`` has ECMA's Unicode spaces but not U+FEFF (Python's has no ZWNBSP), ``\\S``
     none of either's spaces, ``[^\\d]`` no Unicode digit. Whatever is accepted then matches in both.
+    With ``either`` (a language to subtract, e.g. under ``not``) they hold what matches under
+    *either*, and a ``$`` also ends before a final newline (Python's ``$``): a superset of both
+    languages, so what is left after subtracting it fails the pattern in both.
     """
 
+    def __init__(self, pattern: str, flags: int, either: bool = False) -> None:
+        super().__init__(pattern, flags)
+        self.either = either
+
     def class_items(self, items, fl: _Flags) -> cs.Ranges:
-        key = (tuple(items), fl)
+        key = (tuple(items), fl, self.either)
         hit = _SEARCH_CLASSES.get(key)
         if hit is None:
-            hit = _SEARCH_CLASSES[key] = cs.intersect(self._class_ranges(items, fl, cs.ecma_category),
-                                                      self._class_ranges(items, fl, lambda n: cs.category(n, False)))
+            combine = cs.union if self.either else cs.intersect
+            hit = _SEARCH_CLASSES[key] = combine(self._class_ranges(items, fl, cs.ecma_category),
+                                                 self._class_ranges(items, fl, lambda n: cs.category(n, False)))
         return hit
 
     def any_char(self, fl: _Flags) -> cs.Ranges:
-        return cs.ANY if fl.dotall else cs.ECMA_ANY
+        return cs.ANY if fl.dotall else cs.ANY_BUT_NEWLINE if self.either else cs.ECMA_ANY
 
     def table(self, items, f: int) -> dict:
         items = list(items)
@@ -449,20 +458,21 @@ class _SearchConverter(_Converter):
         return out
 
 
-def parse_search_regex(pattern: str, flags: int = 0) -> Node | None:
+def parse_search_regex(pattern: str, flags: int = 0, either: bool = False) -> Node | None:
     """The strings that *contain* a match of ``pattern`` (ECMA-262 ``test``: unanchored search, ``^``
     and ``$`` only at the subject's start and end, no multiline). ``None``: no string does (e.g.
     ``a^b``). Word boundaries, lookaround and anchors inside unbounded repetitions are refused."""
     with gc_paused():
         tree = _sre_tree(pattern, flags)
-        conv = _SearchConverter(pattern, tree.state.flags)
+        conv = _SearchConverter(pattern, tree.state.flags, either)
         conv.allow_anchors = False  # anchor-free parts only; anchors are resolved by the tables
         t = conv.table(tree.data if hasattr(tree, "data") else list(tree), tree.state.flags)
         forms = []
         for (b, e), x in t.items():
             if x is None:
                 continue
-            forms.append(_cat2(_cat2(EMPTY if b else _ANYTHING, x), EMPTY if e else _ANYTHING))
+            end = (_FINAL_NEWLINE if either else EMPTY) if e else _ANYTHING
+            forms.append(_cat2(_cat2(EMPTY if b else _ANYTHING, x), end))
         if not forms:
             return None
         return forms[0] if len(forms) == 1 else ("alt", tuple(forms))
