@@ -79,18 +79,42 @@ _ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _EMAIL_LOCAL = f"(?:{_ATEXT}+(?:\\.{_ATEXT}+)*|\"(?:[ !#-\\[\\]-~]|\\\\[ -~])*\")"
 _EMAIL_DOMAIN = "@(?:" + _LABEL + "(?:\\." + _LABEL + "){1,4}|\\[(?:" + _IPV4 + "|IPv6:" + _IPV6 + ")\\])"
 
-# RFC 3986 section 3 (its ABNF, written out): percent signs only in "%XX" triplets, an authority
-# of [userinfo@]host[:port] (a port is digits; a host is a reg-name, which covers IPv4, or an
-# IP-literal "[IPv6]" / "[vX.future]"), then the path forms the ABNF allows after it or without it.
-_UNRESERVED_SUB = "-A-Za-z0-9._~!$&'()*+,;="  # (the hyphen first: a literal there)
+# RFC 3986 section 3 and 4.1 (its ABNF, written out): percent signs only in "%XX" triplets, an
+# authority of [userinfo@]host[:port] (a port is digits; a host is a reg-name, which covers IPv4, or
+# an IP-literal "[IPv6]" / "[vX.future]"), then the path forms the ABNF allows after it or without
+# it; a relative reference's first segment has no ":". RFC 3987 (IRIs) adds ``ucschar`` wherever
+# "unreserved" stands and ``iprivate`` in the query.
 _PCT = "%[0-9A-Fa-f]{2}"
-_PCHAR = f"(?:[{_UNRESERVED_SUB}:@]|{_PCT})"
-_AUTHORITY = (f"(?:(?:[{_UNRESERVED_SUB}:]|{_PCT})*@)?"
-              f"(?:\\[(?:{_IPV6}|v[0-9A-Fa-f]+\\.[{_UNRESERVED_SUB}:]+)\\]|(?:[{_UNRESERVED_SUB}]|{_PCT})*)"
-              "(?::[0-9]*)?")
-_SEGMENTS = f"(?:/{_PCHAR}*)*"
-_URI = (f"[A-Za-z][A-Za-z0-9+.-]*:(?://{_AUTHORITY}{_SEGMENTS}|/(?:{_PCHAR}+{_SEGMENTS})?|{_PCHAR}+{_SEGMENTS})?"
-        f"(?:\\?(?:{_PCHAR}|[/?])*)?(?:#(?:{_PCHAR}|[/?])*)?")
+_UCSCHAR = ("\\u00a0-\\ud7ff\\uf900-\\ufdcf\\ufdf0-\\uffef"
+            + "".join(f"\\U000{p:x}0000-\\U000{p:x}fffd" for p in range(1, 14)) + "\\U000e1000-\\U000efffd")
+_IPRIVATE = "\\ue000-\\uf8ff\\U000f0000-\\U000ffffd\\U00100000-\\U0010fffd"
+
+
+def _uri_reference(iri: bool, absolute: bool) -> str:
+    """URI / IRI (``absolute``: with a scheme) or URI-reference / IRI-reference (a URI or a relative
+    reference)."""
+    unreserved_sub = "-A-Za-z0-9._~!$&'()*+,;=" + (_UCSCHAR if iri else "")  # (the hyphen first: a literal)
+    pchar = f"(?:[{unreserved_sub}:@]|{_PCT})"
+    authority = (f"(?:(?:[{unreserved_sub}:]|{_PCT})*@)?"
+                 f"(?:\\[(?:{_IPV6}|[vV][0-9A-Fa-f]+\\.[-A-Za-z0-9._~!$&'()*+,;=:]+)\\]|(?:[{unreserved_sub}]|{_PCT})*)"
+                 "(?::[0-9]*)?")
+    segments = f"(?:/{pchar}*)*"
+    query = f"(?:\\?(?:{pchar}|[/?{_IPRIVATE if iri else ''}])*)?(?:#(?:{pchar}|[/?])*)?"
+    hier = f"//{authority}{segments}|/(?:{pchar}+{segments})?"
+    uri = f"[A-Za-z][A-Za-z0-9+.-]*:(?:{hier}|{pchar}+{segments})?{query}"
+    if absolute:
+        return uri
+    relative = f"(?:{hier}|(?:[{unreserved_sub}@]|{_PCT})+{segments})?{query}"
+    return f"(?:{uri}|{relative})"
+
+
+# RFC 6570: literals (printable ASCII but " % < > \\ ^ ` { | }, or %XX, or ucschar / iprivate; "'" too,
+# as its errata and the suite have it) and
+# expressions "{" [operator] varspec ("," varspec)* "}", a varspec a varname with ":1-9999" or "*"
+_VARCHAR = f"(?:[A-Za-z0-9_]|{_PCT})"
+_URI_TEMPLATE = ("(?:[!#$&-;=?-\\[\\]_a-z~" + _UCSCHAR + _IPRIVATE + "]|" + _PCT + "|\\{[-+#./;?&=,!@|]?"
+                 f"{_VARCHAR}(?:\\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\\*)?"
+                 f"(?:,{_VARCHAR}(?:\\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\\*)?)*\\}})*")
 
 # RFC 6901: reference tokens after "/", "~" only as the escapes "~0" and "~1"
 _JSON_POINTER = "(?:/(?:[^/~]|~[01])*)*"
@@ -101,7 +125,11 @@ FORMATS: dict[str, str] = {
     "duration": f"P(?:[0-9]+W|{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME})",
     "email": _EMAIL_LOCAL + _EMAIL_DOMAIN,
     "uuid": "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
-    "uri": _URI,
+    "uri": _uri_reference(iri=False, absolute=True),
+    "uri-reference": _uri_reference(iri=False, absolute=False),
+    "iri": _uri_reference(iri=True, absolute=True),
+    "iri-reference": _uri_reference(iri=True, absolute=False),
+    "uri-template": _URI_TEMPLATE,
     "ipv4": _IPV4,
     "ipv6": _IPV6,
     "hostname": _HOSTNAME,
