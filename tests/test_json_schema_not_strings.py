@@ -221,3 +221,9 @@ def test_subtracted_patterns_hold_what_either_semantics_matches(index):
     # a declared name Python's "$" matches gets the patternProperties schema too
     g = grammar({"type": "object", "properties": {"a\n": {}}, "patternProperties": {"^a$": {"type": "integer"}}})
     assert g.accepts_text('{"a\\n":1}') and not g.accepts_text('{"a\\n":"x"}')
+    # a wide \w (Python's: hundreds of Unicode ranges) is every non-ASCII character: the key
+    # language of Github_medium/o65507's 255-character pattern stays small
+    g = grammar({"type": "object", "patternProperties": {"^[/][/.\\w-]{0,254}$": {"type": "integer"}},
+                 "additionalProperties": {"type": "string"}})
+    assert g.accepts_text('{"/a.b":1}') and not g.accepts_text('{"/a.b":"x"}') and g.accepts_text('{"a":"x"}')
+    assert not g.accepts_text('{"/\u00e9":1}') and not g.accepts_text('{"/\u00e9":"x"}')  # é: \w to Python only

@@ -359,7 +359,8 @@ def _only_empty(node: Node | None) -> Node | None:
     return EMPTY if node is not None and accepts_empty(node) else None
 
 
-_SEARCH_CLASSES: dict = {}  # (class items, flags) -> ranges in both semantics (see _SearchConverter)
+_SEARCH_CLASSES: dict = {}  # (class items, flags, either) -> its ranges (see _SearchConverter)
+_WIDE_RANGES = 16  # a class to subtract with more non-ASCII ranges than this takes every non-ASCII character
 
 
 class _SearchConverter(_Converter):
@@ -389,8 +390,13 @@ class _SearchConverter(_Converter):
         hit = _SEARCH_CLASSES.get(key)
         if hit is None:
             combine = cs.union if self.either else cs.intersect
-            hit = _SEARCH_CLASSES[key] = combine(self._class_ranges(items, fl, cs.ecma_category),
-                                                 self._class_ranges(items, fl, lambda n: cs.category(n, False)))
+            hit = combine(self._class_ranges(items, fl, cs.ecma_category),
+                          self._class_ranges(items, fl, lambda n: cs.category(n, False)))
+            if self.either and sum(hi >= 0x80 for _, hi in hit) > _WIDE_RANGES:
+                # (Python's Unicode \w or \d: hundreds of ranges, a UTF-8 automaton to match; a
+                # superset is as sound to subtract: every character past ASCII)
+                hit = cs.union(hit, ((0x80, cs.MAX_CP),))
+            _SEARCH_CLASSES[key] = hit
         return hit
 
     def any_char(self, fl: _Flags) -> cs.Ranges:
