@@ -217,7 +217,8 @@ def test_subtracted_patterns_hold_what_either_semantics_matches(index):
     g = grammar({"type": "object", "patternProperties": {"^\\D$": {"type": "integer"}},
                  "additionalProperties": {"type": "string"}})
     assert g.accepts_text('{"a":1}') and not g.accepts_text('{"a":"x"}') and g.accepts_text('{"7":"x"}')
-    assert not g.accepts_text('{"\\u07c0":1}') and not g.accepts_text('{"\\u07c0":"x"}')
+    # NKO digit zero: \D in ECMA-262 (kept: Python's Unicode-wide class is not), never additionalProperties
+    assert g.accepts_text('{"\\u07c0":1}') and not g.accepts_text('{"\\u07c0":"x"}')
     # a declared name Python's "$" matches gets the patternProperties schema too
     g = grammar({"type": "object", "properties": {"a\n": {}}, "patternProperties": {"^a$": {"type": "integer"}}})
     assert g.accepts_text('{"a\\n":1}') and not g.accepts_text('{"a\\n":"x"}')

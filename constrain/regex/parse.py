@@ -375,7 +375,9 @@ class _SearchConverter(_Converter):
     Classes and ``.`` hold the characters that match under ECMA-262 *and* under Python's ``re``
     (Unicode ``str`` patterns), which is what ``jsonschema`` checks with: ``.`` stops at CR, LS
     and PS too; ``\\s`` has ECMA's Unicode spaces but not U+FEFF (Python's has no ZWNBSP), ``\\S``
-    none of either's spaces, ``[^\\d]`` no Unicode digit. Whatever is accepted then matches in both.
+    none of either's spaces. Whatever is accepted then matches in both, except where Python's class
+    is Unicode-wide (``\\D``, ``\\W``, ``[^\\w]``: hundreds of ranges, see ``class_items``), which
+    keeps ECMA's class (an NKO digit is ``\\D`` there, not in Python).
     With ``either`` (a language to subtract, e.g. under ``not``) they hold what matches under
     *either*, and a ``$`` also ends before a final newline (Python's ``$``): a superset of both
     languages, so what is left after subtracting it fails the pattern in both.
@@ -389,13 +391,15 @@ class _SearchConverter(_Converter):
         key = (tuple(items), fl, self.either)
         hit = _SEARCH_CLASSES.get(key)
         if hit is None:
+            ecma = self._class_ranges(items, fl, cs.ecma_category)
             combine = cs.union if self.either else cs.intersect
-            hit = combine(self._class_ranges(items, fl, cs.ecma_category),
-                          self._class_ranges(items, fl, lambda n: cs.category(n, False)))
-            if self.either and sum(hi >= 0x80 for _, hi in hit) > _WIDE_RANGES:
-                # (Python's Unicode \w or \d: hundreds of ranges, a UTF-8 automaton to match; a
-                # superset is as sound to subtract: every character past ASCII)
-                hit = cs.union(hit, ((0x80, cs.MAX_CP),))
+            hit = combine(ecma, self._class_ranges(items, fl, lambda n: cs.category(n, False)))
+            if sum(hi >= 0x80 for _, hi in hit) > _WIDE_RANGES:
+                # Python's Unicode \w or \d took part: hundreds of ranges, a UTF-8 automaton of
+                # as many paths in every class that holds them (``[^\w]``, ``[a-z\W]``: ~30 ms a
+                # pattern). To subtract, a superset is as sound: every character past ASCII; to
+                # keep, the specification's own class (ECMA-262), jsonschema's differing there.
+                hit = cs.union(hit, ((0x80, cs.MAX_CP),)) if self.either else ecma
             _SEARCH_CLASSES[key] = hit
         return hit
 
