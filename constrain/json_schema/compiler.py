@@ -1376,27 +1376,36 @@ class _Builder:
         pats = list(pattern_props.items())
         declared_keys = num.alt(*[js.string_literal(n) for n in props]) if props else None
         langs = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
-        self._subtracting += 1  # (a key some semantics matches is never given additionalProperties)
-        try:
-            wide = [self._pattern_string(p, f"{pointer}/patternProperties/{_esc(p)}") for p, _ in pats]
-        finally:
-            self._subtracting -= 1
+        wide: dict[int, Any] = {}
+
+        def wide_of(j: int):
+            """Pattern j's keys to subtract (a key some semantics matches is never given
+            additionalProperties), read only where keys outside it are built."""
+            if j not in wide:
+                self._subtracting += 1
+                try:
+                    wide[j] = self._pattern_string(pats[j][0], f"{pointer}/patternProperties/{_esc(pats[j][0])}")
+                finally:
+                    self._subtracting -= 1
+            return wide[j]
+
         regions = None  # past 4 patterns: only the regions some key is in (``_key_regions``)
         if len(pats) > 4:
-            regions = self._key_regions(langs, wide)
+            regions = self._key_regions(langs, [wide_of(j) for j in range(len(pats))])
             if regions is None:
                 self.refuse("patternProperties", pointer + "/patternProperties",
                             f"more than 4 patterns whose matches overlap in over {MAX_KEY_REGIONS} ways")
                 pats, langs = pats[:4], langs[:4]
         out = []
         for mask in range(1 << len(pats)) if regions is None else sorted(regions):
-            inside = [langs[j] for j in range(len(pats)) if mask >> j & 1]
-            outside = [wide[j] for j in range(len(pats)) if not mask >> j & 1]
+            if mask == 0 and additional is False:
+                continue
             if regions is not None:  # (its keys: in exactly these patterns, already cut out)
                 inside, outside = ([regions[mask]] if mask else []), ([] if mask else [regions[0]])
+            else:
+                inside = [langs[j] for j in range(len(pats)) if mask >> j & 1]
+                outside = [wide_of(j) for j in range(len(pats)) if not mask >> j & 1]
             if mask == 0:
-                if additional is False:
-                    continue
                 value = self.any_value() if additional is True else \
                     self.value_or_empty(additional, pointer + "/additionalProperties")
             else:  # an empty schema here forbids these keys

@@ -400,6 +400,8 @@ class _SearchConverter(_Converter):
                 # pattern). To subtract, a superset is as sound: every character past ASCII; to
                 # keep, the specification's own class (ECMA-262), jsonschema's differing there.
                 hit = cs.union(hit, ((0x80, cs.MAX_CP),)) if self.either else ecma
+            if len(_SEARCH_CLASSES) >= 4096:  # (a long-lived process meets classes without end)
+                _SEARCH_CLASSES.clear()
             _SEARCH_CLASSES[key] = hit
         return hit
 
