@@ -1751,13 +1751,8 @@ class _Builder:
         written by ``_negate``: the two are disjoint, so the count is exact; a ``contains`` whose
         negation cannot be written refuses maxContains). State (n, h): n items (counted up to
         maxItems, or minItems when unbounded) and h hits (at most maxContains)."""
-        bounds = []
-        for key, default in (("minContains", 1), ("maxContains", None)):
-            v = schema.get(key, default)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 or v != int(v):
-                raise SchemaError(f"{key} must be a non-negative integer", f"{pointer}/{key}")
-            bounds.append(int(v))
-        least, most = bounds
+        least = _int_keyword(schema, "minContains", 1, pointer)
+        most = _int_keyword(schema, "maxContains", None, pointer)
         if least > most:
             raise EmptySchemaError(f"minContains {least} > maxContains {most}", pointer)
         cap = max(min_items, 1) if max_items is None else max_items
@@ -2153,8 +2148,6 @@ class _Builder:
                 # one count bound: the other types, or the counts on its other side
                 (k,) = keys - {"type"}
                 bound = _int_keyword(sub, k, 0, pointer)
-                if not isinstance(bound, int) or isinstance(bound, bool) or bound < 0:
-                    raise SchemaError(f"{k} must be a non-negative integer", f"{pointer}/{k}")
                 options = [{"type": [t for t in TYPES if t != typ]}] if "type" in sub else []
                 if k == low and bound > 0:
                     options.append({"type": typ, high: bound - 1})

@@ -36,12 +36,8 @@ _RAW_FORBIDDEN = cs.normalize([(0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)])
 HEX = ("set", ((48, 57), (65, 70), (97, 102)))
 
 
-def _intersect(a: cs.Ranges, b: cs.Ranges) -> cs.Ranges:
-    return cs.negate(cs.union(cs.negate(a), cs.negate(b)))
-
-
 def _minus(a: cs.Ranges, b: cs.Ranges) -> cs.Ranges:
-    return _intersect(a, cs.negate(b))
+    return cs.intersect(a, cs.negate(b))
 
 
 @lru_cache(maxsize=None)
@@ -54,7 +50,7 @@ def char_spellings(ranges: cs.Ranges):
     raw = _minus(ranges, _RAW_FORBIDDEN)
     if raw:
         options.append(("set", raw))
-    for lo, hi in _intersect(ranges, _SHORT_SET):
+    for lo, hi in cs.intersect(ranges, _SHORT_SET):
         for cp in range(lo, hi + 1):
             options.append(lit(_SHORT_ESCAPES[cp]))
     options.append(_escape_spellings(ranges))

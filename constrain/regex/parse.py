@@ -473,7 +473,8 @@ class _SearchConverter(_Converter):
 def parse_search_regex(pattern: str, flags: int = 0, either: bool = False) -> Node | None:
     """The strings that *contain* a match of ``pattern`` (ECMA-262 ``test``: unanchored search, ``^``
     and ``$`` only at the subject's start and end, no multiline). ``None``: no string does (e.g.
-    ``a^b``). Word boundaries, lookaround and anchors inside unbounded repetitions are refused."""
+    ``a^b``). Word boundaries, lookaround and anchors inside unbounded repetitions are refused.
+    ``either``: the wide reading of ``_SearchConverter`` (a language to subtract)."""
     with gc_paused():
         tree = _sre_tree(pattern, flags)
         conv = _SearchConverter(pattern, tree.state.flags, either)
